@@ -1,0 +1,42 @@
+# Voda — build, test and verify. `make help` lists the targets.
+
+GO       ?= go
+BIN      ?= bin
+PKGS     ?= ./...
+FUZZTIME ?= 20s
+BENCHTIME ?= 1s
+# Packages of the pure core: they must not import Kubernetes or net/http.
+CORE     := pkg/api pkg/algorithm pkg/placement pkg/scheduler
+
+.PHONY: help build test test-unit verify bench fuzz clean
+
+help: ## Show this help.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## Build the voda binary into bin/.
+	$(GO) build -o $(BIN)/voda ./cmd/voda
+
+test: ## Run every test with the race detector.
+	$(GO) test -race -count=1 $(PKGS)
+
+test-unit: ## Run the tests that start no external processes.
+	$(GO) test -short -count=1 $(PKGS)
+
+verify: ## gofmt, go vet, go mod tidy, and the core import rule.
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/tools/')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	@cp go.mod /tmp/voda.go.mod.bak; cp go.sum /tmp/voda.go.sum.bak 2>/dev/null || true; \
+	  $(GO) mod tidy; \
+	  if ! git diff --quiet -- go.mod go.sum; then echo "go mod tidy changed go.mod/go.sum; run it and commit"; \
+	    cp /tmp/voda.go.mod.bak go.mod; cp /tmp/voda.go.sum.bak go.sum 2>/dev/null || true; exit 1; fi
+	@hack/check-imports.sh $(CORE)
+
+bench: ## Run the benchmarks (results in bench.txt).
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS) | tee bench.txt
+
+fuzz: ## Run every fuzz target for FUZZTIME each.
+	@hack/fuzz-all.sh $(FUZZTIME)
+
+clean: ## Remove build outputs.
+	rm -rf $(BIN) bench.txt

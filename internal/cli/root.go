@@ -1,0 +1,59 @@
+// Package cli builds the voda command tree (cobra). Each subcommand lives in
+// its own file and only wires flags to the packages that do the work.
+//
+// Import rule: anything in the module; nothing imports this package except
+// cmd/voda.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is the build's version, set with -ldflags at release time.
+var Version = "0.1.0-dev"
+
+// usageError marks errors caused by bad command-line input (exit code 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// NewRoot returns the root command.
+func NewRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "voda",
+		Short: "Voda schedules elastic deep-learning training jobs on GPU clusters",
+		Long: `Voda decides how many GPUs every elastic training job gets and where they
+sit, and acts on it: starting, growing, shrinking, preempting and migrating
+jobs. It runs one scheduler per GPU type with a choice of eight policies.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newPoliciesCmd())
+	return root
+}
+
+// Main runs the command line and returns the process exit code: 0 on
+// success, 2 for bad input, 1 for other failures.
+func Main(args []string, stdout, stderr io.Writer) int {
+	root := NewRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "Error:", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}

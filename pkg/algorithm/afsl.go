@@ -1,0 +1,145 @@
+package algorithm
+
+import "math"
+
+// AFSL is AFS-L, the length-aware "Apathetic Future Share" policy of Hwang et
+// al., "Elastic Resource Sharing for Distributed Deep Learning" (NSDI'21).
+// GPUs are handed out one at a time. Each goes to the winner of a tournament
+// over the jobs in submission order, where the current winner X meets each
+// later job Y in turn:
+//
+//   - if both hold no GPUs, the one with less remaining work wins;
+//   - otherwise let A be the job with the shorter remaining length at its
+//     own current allocation (remaining / S(n); infinite with no GPUs) and B
+//     the other; B wins iff its relative gain against its new throughput,
+//     (T_B(b+1) − T_B(b)) / T_B(b+1), beats A's relative gain against its
+//     current throughput, (T_A(a+1) − T_A(a)) / T_A(a).
+//
+// Differences from the original Voda code, which had these as defects:
+// lengths use each job's own allocation (not the current winner's); a job
+// holding no GPUs receives its minimum as one block (valued as a relative
+// gain of 1), so no job ends below its minimum and nothing divides by zero;
+// a job leaves the tournament at its maximum or when one more GPU would not
+// raise its throughput, so no GPU is handed out for nothing.
+type AFSL struct{}
+
+var _ Policy = AFSL{}
+
+// Name implements Policy.
+func (AFSL) Name() string { return NameAFSL }
+
+type afsState struct {
+	job    *Job
+	n      int
+	active bool
+	rem    float64 // remaining time at one GPU (+Inf unknown)
+	length float64 // remaining time at the current allocation
+	gNew   float64 // relative gain against the new throughput (as B)
+	gCur   float64 // relative gain against the current throughput (as A)
+}
+
+func (a *afsState) refresh() {
+	if a.n == 0 {
+		a.length, a.gNew, a.gCur = math.Inf(1), 1, math.Inf(1)
+		return
+	}
+	cur, next := a.job.S(a.n), a.job.S(a.n+1)
+	a.length = math.Inf(1)
+	if cur > 0 {
+		a.length = a.rem / cur
+	}
+	a.gNew, a.gCur = 0, 0
+	if next > cur {
+		a.gNew = (next - cur) / next
+		a.gCur = math.Inf(1)
+		if cur > 0 {
+			a.gCur = (next - cur) / cur
+		}
+	}
+}
+
+// beats reports whether challenger y takes the GPU from the current winner x.
+func beats(x, y *afsState) bool {
+	if x.n == 0 && y.n == 0 {
+		return y.rem < x.rem
+	}
+	a, b, yIsB := x, y, true
+	if y.length < x.length {
+		a, b, yIsB = y, x, false
+	}
+	bWins := b.gNew > a.gCur
+	return bWins == yIsB
+}
+
+// Allocate implements Policy.
+func (AFSL) Allocate(s Snapshot) (Result, error) {
+	if err := s.Validate(); err != nil {
+		return Result{}, err
+	}
+	idx := order(s.Jobs, nil)
+	st := make([]afsState, len(idx))
+	for p, i := range idx {
+		j := &s.Jobs[i]
+		st[p] = afsState{job: j, active: true, rem: j.remaining()}
+		st[p].refresh()
+	}
+	r := newResult(len(s.Jobs))
+	free := s.GPUs
+
+	// winner[p] is the tournament winner among active positions ≤ p, or -1.
+	// Only the winner's state changes after a grant, so the tournament is
+	// replayed from the winner's position onwards.
+	winner := make([]int, len(st))
+	replay := func(from int) {
+		for p := from; p < len(st); p++ {
+			prev := -1
+			if p > 0 {
+				prev = winner[p-1]
+			}
+			switch {
+			case !st[p].active:
+				winner[p] = prev
+			case prev < 0 || beats(&st[prev], &st[p]):
+				winner[p] = p
+			default:
+				winner[p] = prev
+			}
+		}
+	}
+	replay(0)
+	for free > 0 && len(st) > 0 {
+		w := winner[len(st)-1]
+		if w < 0 {
+			break
+		}
+		a := &st[w]
+		j := a.job
+		switch {
+		case a.n > 0:
+			a.n++
+			free--
+		case j.Min <= free:
+			a.n = j.Min
+			free -= j.Min
+		default:
+			a.active = false
+			r.Reasons[j.ID] = Reason{Code: NoRoom, Need: j.Min, Free: free}
+		}
+		if a.active && (a.n >= j.Max || !(j.S(a.n+1) > j.S(a.n))) {
+			a.active = false
+		}
+		a.refresh()
+		replay(w)
+	}
+	for p := range st {
+		a := &st[p]
+		r.Allocation[a.job.ID] = a.n
+		switch {
+		case a.n > 0:
+			r.Reasons[a.job.ID] = Reason{Code: Allocated, Workers: a.n}
+		case a.active:
+			r.Reasons[a.job.ID] = Reason{Code: NoRoom, Need: a.job.Min, Free: 0}
+		}
+	}
+	return checked(&s, r)
+}

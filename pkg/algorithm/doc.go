@@ -1,0 +1,15 @@
+// Package algorithm holds Voda's scheduling policies: pure functions from a
+// Snapshot (the time, the GPUs, and a view of every waiting or running job)
+// to a Result (GPUs per job, each 0 or within the job's [Min, Max], plus a
+// reason per job).
+//
+// The eight policies are FIFO, ElasticFIFO, SRJF, ElasticSRJF, Tiresias,
+// ElasticTiresias, FfDLOptimizer and AFS-L. Each type's comment cites its
+// source and lists where Voda deviates from it and from the original Voda
+// scheduler. New and Canonical resolve user-supplied names.
+//
+// Import rule: the standard library and pkg/api only. No clock, no logging,
+// no goroutines, no Kubernetes, no net/http. Policies never panic on bad
+// input: an invalid snapshot, configuration or result is an error, and the
+// engine keeps its previous plan.
+package algorithm

@@ -1,0 +1,147 @@
+package algorithm
+
+import (
+	"cmp"
+	"slices"
+)
+
+// FIFO serves jobs in submission order, each at its requested size, with
+// backfilling: a job that does not fit is skipped and later, smaller jobs may
+// run. Because the allocation is recomputed at every event, a backfilled job
+// loses its GPUs as soon as an earlier job fits again (implicit preemption).
+type FIFO struct{}
+
+// ElasticFIFO serves jobs in submission order: first every job's minimum
+// (skipping jobs that do not fit), then the leftover GPUs one at a time,
+// round-robin in the same order, to running jobs below their maximum.
+type ElasticFIFO struct{}
+
+var (
+	_ Policy = FIFO{}
+	_ Policy = ElasticFIFO{}
+)
+
+// Name implements Policy.
+func (FIFO) Name() string { return NameFIFO }
+
+// Name implements Policy.
+func (ElasticFIFO) Name() string { return NameElasticFIFO }
+
+// Allocate implements Policy.
+func (FIFO) Allocate(s Snapshot) (Result, error) {
+	if err := s.Validate(); err != nil {
+		return Result{}, err
+	}
+	return checked(&s, rigid(&s, order(s.Jobs, nil)))
+}
+
+// Allocate implements Policy.
+func (ElasticFIFO) Allocate(s Snapshot) (Result, error) {
+	if err := s.Validate(); err != nil {
+		return Result{}, err
+	}
+	return checked(&s, elastic(&s, order(s.Jobs, nil)))
+}
+
+// checked validates a policy's own result, so a bug surfaces as an error the
+// engine can survive rather than as a bad plan.
+func checked(s *Snapshot, r Result) (Result, error) {
+	if err := ValidateResult(s, r); err != nil {
+		return Result{}, err
+	}
+	return r, nil
+}
+
+// order returns the indices of jobs sorted by the given comparison, ties
+// broken by submission time and then ID, so the result never depends on the
+// order jobs arrive in the snapshot.
+// A nil comparison orders by arrival alone.
+func order(jobs []Job, by func(x, y int) int) []int {
+	idx := make([]int, len(jobs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(x, y int) int {
+		if by != nil {
+			if c := by(x, y); c != 0 {
+				return c
+			}
+		}
+		return byArrival(&jobs[x], &jobs[y])
+	})
+	return idx
+}
+
+func byArrival(a, b *Job) int {
+	if c := a.Submitted.Compare(b.Submitted); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// rigid gives each job, in order, its requested size if it still fits.
+func rigid(s *Snapshot, idx []int) Result {
+	r := newResult(len(s.Jobs))
+	free := s.GPUs
+	for _, i := range idx {
+		j := &s.Jobs[i]
+		need := j.RequestedWorkers()
+		if need <= free {
+			free -= need
+			r.Allocation[j.ID] = need
+			r.Reasons[j.ID] = Reason{Code: Allocated, Workers: need}
+			continue
+		}
+		r.Allocation[j.ID] = 0
+		r.Reasons[j.ID] = Reason{Code: NoRoom, Need: need, Free: free}
+	}
+	return r
+}
+
+// elastic gives each job, in order, its minimum if it fits, then hands out
+// the leftover GPUs one at a time, round-robin in the same order, to jobs
+// that already run and are below their maximum. Jobs that could not get
+// their minimum never receive single GPUs (the original did, producing
+// allocations below the minimum).
+func elastic(s *Snapshot, idx []int) Result {
+	r := newResult(len(s.Jobs))
+	free := s.GPUs
+	grow := make([]int, 0, len(idx))
+	for _, i := range idx {
+		j := &s.Jobs[i]
+		if j.Min <= free {
+			free -= j.Min
+			r.Allocation[j.ID] = j.Min
+			if j.Min < j.Max {
+				grow = append(grow, i)
+			}
+			continue
+		}
+		r.Allocation[j.ID] = 0
+		r.Reasons[j.ID] = Reason{Code: NoRoom, Need: j.Min, Free: free}
+	}
+	for free > 0 && len(grow) > 0 {
+		next := grow[:0]
+		for _, i := range grow {
+			if free == 0 {
+				next = append(next, i)
+				continue
+			}
+			j := &s.Jobs[i]
+			n := r.Allocation[j.ID] + 1
+			r.Allocation[j.ID] = n
+			free--
+			if n < j.Max {
+				next = append(next, i)
+			}
+		}
+		grow = next
+	}
+	for _, i := range idx {
+		j := &s.Jobs[i]
+		if n := r.Allocation[j.ID]; n > 0 {
+			r.Reasons[j.ID] = Reason{Code: Allocated, Workers: n}
+		}
+	}
+	return r
+}

@@ -1,0 +1,149 @@
+package algorithm
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/vodascheduler/voda/pkg/api"
+)
+
+// Snapshot is everything a policy may look at: read-only, built by the engine
+// (or a test) for one decision.
+type Snapshot struct {
+	// Now is the time of the decision. Policies never read a clock.
+	Now time.Time
+	// GPUs is the number of schedulable GPUs of this GPU type.
+	GPUs int
+	// NodeGPUs optionally lists the GPUs of each node. When given, it must
+	// add up to GPUs. The policies here decide counts only; placement
+	// decides shapes.
+	NodeGPUs []int
+	// Jobs are the jobs that want GPUs (waiting or running), in any order;
+	// every policy orders them itself, deterministically.
+	Jobs []Job
+}
+
+// Speedup returns a job's throughput with n workers relative to one worker.
+type Speedup func(n int) float64
+
+// Job is a policy's view of one job.
+type Job struct {
+	ID api.JobID
+	// Submitted is when the job was submitted.
+	Submitted time.Time
+	// FirstStarted is when the job first ran; zero if it never ran.
+	FirstStarted time.Time
+	// Min, Max and Requested are the worker range and the rigid size.
+	// Requested 0 means Min.
+	Min, Max, Requested int
+	// Queue is the job's Tiresias queue as the engine keeps it (0 is the
+	// highest), including promotions; the Tiresias policies demote further
+	// by attained service.
+	Queue int
+	// Attained is the GPU-seconds received in total.
+	Attained float64
+	// AttainedSinceStart is the GPU-seconds received since the job last
+	// started (or was last promoted).
+	AttainedSinceStart float64
+	// Executed is the wall-clock seconds the job has run in total.
+	Executed float64
+	// Workers is the job's current allocation.
+	Workers int
+	// Remaining is the estimated remaining time in seconds when running on
+	// one GPU. A negative, NaN or infinite value means unknown; unknown
+	// jobs count as the longest.
+	Remaining float64
+	// Speedup is the job's speedup curve. Nil means linear, S(n) = n.
+	Speedup Speedup
+}
+
+// S returns the job's speedup with n workers: 0 for n ≤ 0, linear when no
+// curve is known, and 0 for a curve value that is negative or NaN.
+func (j *Job) S(n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	if j.Speedup == nil {
+		return float64(n)
+	}
+	v := j.Speedup(n)
+	if !(v >= 0) { // negative or NaN
+		return 0
+	}
+	return v
+}
+
+// RequestedWorkers returns Requested, or Min when Requested is unset.
+func (j *Job) RequestedWorkers() int {
+	if j.Requested == 0 {
+		return j.Min
+	}
+	return j.Requested
+}
+
+// remaining returns the remaining time at one GPU, +Inf when unknown.
+func (j *Job) remaining() float64 {
+	r := j.Remaining
+	if r < 0 || math.IsNaN(r) {
+		return math.Inf(1)
+	}
+	return r
+}
+
+// Validate reports problems that make a snapshot meaningless. The engine
+// validates specs on submission, so an error here is a bug upstream; a
+// policy returns it instead of guessing.
+func (s *Snapshot) Validate() error {
+	if s.GPUs < 0 {
+		return fmt.Errorf("snapshot has %d GPUs, must not be negative", s.GPUs)
+	}
+	if len(s.NodeGPUs) > 0 {
+		sum := 0
+		for i, g := range s.NodeGPUs {
+			if g < 0 {
+				return fmt.Errorf("node %d has %d GPUs, must not be negative", i, g)
+			}
+			sum += g
+		}
+		if sum != s.GPUs {
+			return fmt.Errorf("nodes hold %d GPUs but the snapshot says %d", sum, s.GPUs)
+		}
+	}
+	seen := make(map[api.JobID]struct{}, len(s.Jobs))
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		if j.ID == "" {
+			return fmt.Errorf("job %d has no ID", i)
+		}
+		if _, dup := seen[j.ID]; dup {
+			return fmt.Errorf("job %s appears twice", j.ID)
+		}
+		seen[j.ID] = struct{}{}
+		if err := j.validate(); err != nil {
+			return fmt.Errorf("job %s: %w", j.ID, err)
+		}
+	}
+	return nil
+}
+
+func (j *Job) validate() error {
+	var errs []error
+	if j.Min < 1 {
+		errs = append(errs, fmt.Errorf("min workers %d is below 1", j.Min))
+	}
+	if j.Max < j.Min {
+		errs = append(errs, fmt.Errorf("max workers %d is below min %d", j.Max, j.Min))
+	}
+	if j.Requested != 0 && (j.Requested < j.Min || j.Requested > j.Max) {
+		errs = append(errs, fmt.Errorf("requested workers %d is outside [%d, %d]", j.Requested, j.Min, j.Max))
+	}
+	if j.Workers < 0 {
+		errs = append(errs, fmt.Errorf("current workers %d is negative", j.Workers))
+	}
+	if j.Queue < 0 {
+		errs = append(errs, fmt.Errorf("queue %d is negative", j.Queue))
+	}
+	return errors.Join(errs...)
+}

@@ -317,7 +317,7 @@ func (h *gainHeap) Less(a, b int) bool {
 	return h.rank[x.job] < h.rank[y.job]
 }
 func (h *gainHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
-func (h *gainHeap) Push(x any)   { h.items = append(h.items, x.(gainItem)) }
+func (h *gainHeap) Push(x any)    { h.items = append(h.items, x.(gainItem)) }
 func (h *gainHeap) Pop() any {
 	last := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]

@@ -1,0 +1,69 @@
+package algorithm_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	. "github.com/vodascheduler/voda/internal/testutil"
+	"github.com/vodascheduler/voda/pkg/algorithm"
+)
+
+// dipCurve models a job that slows down when it first spans two 8-GPU nodes
+// and recovers later: the non-concave shape the measured profiles show.
+func dipCurve(n int) float64 {
+	switch {
+	case n <= 8:
+		return float64(n) * 0.95
+	case n <= 12:
+		return 6 + float64(n-8)*0.3
+	default:
+		return 7.2 + float64(n-12)*0.6
+	}
+}
+
+// benchSnapshot builds a busy cluster: Philly-like sizes (mostly small
+// jobs), max twice the request, three in four curves concave (Amdahl), one in
+// four with a node-crossing dip, half the jobs running.
+func benchSnapshot(jobs, gpus int) algorithm.Snapshot {
+	r := rand.New(rand.NewPCG(uint64(jobs), uint64(gpus)))
+	sizes := []int{1, 1, 1, 1, 2, 2, 4, 4, 8, 16, 32}
+	var ws []*JobWrapper
+	for i := range jobs {
+		req := sizes[r.IntN(len(sizes))]
+		w := MakeJob(fmt.Sprintf("job-%05d", i)).Workers(1, min(2*req, 64)).Requested(req).
+			SubmittedAt(time.Duration(i)*time.Second).
+			Queue(r.IntN(2)).
+			Attained(r.Float64()*1e5, r.Float64()*7200).
+			Executed(r.Float64() * 1e4).
+			Remaining(time.Duration(r.IntN(100000)) * time.Second)
+		if r.IntN(2) == 0 {
+			w.StartedAt(time.Duration(i)*time.Second + time.Minute).Running(req)
+		}
+		if r.IntN(4) == 0 {
+			w.Speedup = dipCurve
+		} else {
+			w.Amdahl(0.02 + r.Float64()*0.1)
+		}
+		ws = append(ws, w)
+	}
+	return Snapshot(gpus, ws...)
+}
+
+func BenchmarkAllocate(b *testing.B) {
+	sizes := []struct{ jobs, gpus int }{{100, 256}, {1000, 4096}, {10000, 32768}}
+	for _, p := range allPolicies(b) {
+		for _, sz := range sizes {
+			snap := benchSnapshot(sz.jobs, sz.gpus)
+			b.Run(fmt.Sprintf("%s/jobs=%d/gpus=%d", p.Name(), sz.jobs, sz.gpus), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := p.Allocate(snap); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

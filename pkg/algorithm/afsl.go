@@ -76,46 +76,19 @@ func (AFSL) Allocate(s Snapshot) (Result, error) {
 	if err := s.Validate(); err != nil {
 		return Result{}, err
 	}
-	idx := order(s.Jobs, nil)
-	st := make([]afsState, len(idx))
-	for p, i := range idx {
-		j := &s.Jobs[i]
-		st[p] = afsState{job: j, active: true, rem: j.remaining()}
-		st[p].refresh()
-	}
+	t := newTournament(&s)
 	r := newResult(len(s.Jobs))
 	free := s.GPUs
-
-	// winner[p] is the tournament winner among active positions ≤ p, or -1.
-	// Only the winner's state changes after a grant, so the tournament is
-	// replayed from the winner's position onwards.
-	winner := make([]int, len(st))
-	replay := func(from int) {
-		for p := from; p < len(st); p++ {
-			prev := -1
-			if p > 0 {
-				prev = winner[p-1]
-			}
-			switch {
-			case !st[p].active:
-				winner[p] = prev
-			case prev < 0 || beats(&st[prev], &st[p]):
-				winner[p] = p
-			default:
-				winner[p] = prev
-			}
-		}
-	}
-	replay(0)
-	for free > 0 && len(st) > 0 {
-		w := winner[len(st)-1]
+	for free > 0 {
+		w := t.winner()
 		if w < 0 {
 			break
 		}
-		a := &st[w]
+		a := &t.st[w]
 		j := a.job
+		wasZero := a.n == 0
 		switch {
-		case a.n > 0:
+		case !wasZero:
 			a.n++
 			free--
 		case j.Min <= free:
@@ -129,10 +102,10 @@ func (AFSL) Allocate(s Snapshot) (Result, error) {
 			a.active = false
 		}
 		a.refresh()
-		replay(w)
+		t.update(w, wasZero)
 	}
-	for p := range st {
-		a := &st[p]
+	for p := range t.st {
+		a := &t.st[p]
 		r.Allocation[a.job.ID] = a.n
 		switch {
 		case a.n > 0:

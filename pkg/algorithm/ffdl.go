@@ -148,7 +148,7 @@ func maxTotalSpeedup(jobs []Job, admitted []int, budget int) []int {
 	}
 	k := split
 	for d := len(dp) - 1; d >= 0; d-- {
-		g := int(sol[d][k])
+		g := int(sol[d][min(k, len(sol[d])-1)])
 		extra[dp[d]] = g
 		k -= g
 	}
@@ -160,7 +160,8 @@ func maxTotalSpeedup(jobs []Job, admitted []int, budget int) []int {
 
 // dynamicProgram solves the non-concave jobs exactly. best[k] is the best
 // speedup gain with at most k extra GPUs over them; sol[d][k] is the extra
-// GPUs of the d-th of them in that optimum.
+// GPUs of the d-th of them in that optimum. Row d only spans the GPUs the
+// first d jobs could use at all, which keeps early rows short.
 func dynamicProgram(jobs []Job, admitted, dp, caps []int, budget int) ([]float64, [][]int32) {
 	width := 0
 	for _, k := range dp {
@@ -170,23 +171,28 @@ func dynamicProgram(jobs []Job, admitted, dp, caps []int, budget int) ([]float64
 	prev := make([]float64, width+1)
 	cur := make([]float64, width+1)
 	sol := make([][]int32, len(dp))
-	cells := make([]int32, len(dp)*(width+1))
+	reach := 0 // GPUs the jobs so far can use
 	for d, pos := range dp {
 		j := &jobs[admitted[pos]]
+		c := min(caps[pos], width)
 		base := j.S(j.Min)
-		gains := make([]float64, caps[pos]+1)
+		gains := make([]float64, c+1)
 		for g := range gains {
 			gains[g] = j.S(j.Min+g) - base
 		}
-		row := cells[d*(width+1) : (d+1)*(width+1)]
-		for k := 0; k <= width; k++ {
-			bv, bg := prev[k], 0
-			for g := 1; g <= min(caps[pos], k); g++ {
+		reach = min(reach+c, width)
+		row := make([]int32, reach+1)
+		for k := 0; k <= reach; k++ {
+			bv, bg := prev[k], 0 // prev is filled flat beyond its reach
+			for g := 1; g <= min(c, k); g++ {
 				if v := gains[g] + prev[k-g]; v > bv {
 					bv, bg = v, g
 				}
 			}
 			cur[k], row[k] = bv, int32(bg)
+		}
+		for k := reach + 1; k <= width; k++ {
+			cur[k] = cur[reach]
 		}
 		sol[d] = row
 		prev, cur = cur, prev

@@ -27,7 +27,7 @@ func newPoliciesCmd() *cobra.Command {
 		Long: `List the scheduling policies a scheduler can run. Names are matched
 case-insensitively; the original Voda spellings (e.g. ElasticFIFO, AFS-L,
 FfDLOptimizer) and forms with dashes or underscores are accepted.`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "POLICY\tRULE")

@@ -22,6 +22,17 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// usageArgs wraps a positional-argument validator so its errors exit with
+// code 2.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return usageError{fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
+		}
+		return nil
+	}
+}
+
 // NewRoot returns the root command.
 func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
@@ -37,6 +48,10 @@ jobs. It runs one scheduler per GPU type with a choice of eight policies.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	// With Args set, an unknown subcommand reaches this validator and
+	// becomes a usage error like any other bad argument.
+	root.Args = usageArgs(cobra.NoArgs)
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	root.AddCommand(newPoliciesCmd())
 	return root
 }

@@ -1,0 +1,80 @@
+// Package placement decides on which node every worker of every job runs.
+// Given the GPUs each job gets, the nodes and where the workers run now,
+// Place returns a node per worker index, the workers that must migrate, and
+// the jobs that must restart whole. It keeps jobs on few nodes, leaves big
+// holes for big jobs, and moves as few workers as it can.
+//
+// Import rule: the standard library and pkg/api only. No clock, no logging,
+// no goroutines, no Kubernetes, no net/http. Place is a pure function: it
+// never reads the time, never depends on map iteration order or on the order
+// of Input.Nodes, and reports bad input as an error (ErrInvalidInput,
+// ErrOverCapacity) instead of panicking.
+//
+// # Algorithm
+//
+// One worker is one GPU, and worker indices matter: when a job shrinks from
+// n to m workers the training operator deletes indices m..n-1, and when it
+// grows, indices n..m-1 are new pods. So the workers that can stay are the
+// "survivors", indices below min(n, m) on nodes that still exist.
+//
+//  1. Keep. A job whose size did not change and whose nodes all exist stays
+//     exactly where it is and its GPUs are taken off the free capacity.
+//  2. Pack. The other jobs (resized, new, or hit by a lost node) are packed
+//     best-fit-decreasing onto virtual copies of the nodes that hold only
+//     the capacity left free: largest job first (ties by ID); a job goes
+//     whole onto the node with the fewest free GPUs that holds it; if no
+//     node can, it fills the node with the most free GPUs and carries on.
+//     Two deviations keep survivors in place: a "home" node, one that holds
+//     the whole job and already runs some of its survivors, beats best fit,
+//     and jobs that have a home are packed in a first pass before the others
+//     so a larger newcomer cannot take that room; a job that must span nodes
+//     starts on its survivors' node when that costs it no extra node.
+//  3. Match. The virtual nodes are laid onto the real ones by a maximum-score
+//     assignment (the Hungarian method, hungarian.go), where the score of
+//     virtual node v on real node r is Σ over jobs of min(workers on v,
+//     survivors on r) and v may only go to r if r's free GPUs hold v's load.
+//     Since every virtual node is a copy of a real one, laying each on its
+//     own node is always allowed, so a complete assignment exists and no
+//     node is ever overfilled (the original Voda matched by score alone and
+//     could lay a layout onto a node too small for it).
+//  4. Number. Per job, a survivor keeps its node while the job has room left
+//     there (lowest indices first); the other indices fill the remaining
+//     room in node name order. This keeps exactly min(survivors, workers)
+//     survivors on each node, the most any numbering can.
+//  5. Report. Moves lists the survivors whose node changed (a lost node
+//     counts); RestartAll marks jobs whose survivors all move, since their
+//     launcher then loses every worker.
+//
+// The output maps are never nil; Moves and RestartAll only hold jobs with
+// moves, or with all survivors moving, respectively.
+//
+// # Trade-offs
+//
+// Unchanged jobs never move, even when moving them would let a resized or
+// new job sit on fewer nodes. There is no fallback to a full repack: with
+// one GPU per worker, the other jobs always fit in the free GPUs whenever
+// the allocation fits the cluster, so fragmentation only ever costs spread,
+// never feasibility, and a silent global reshuffle of running jobs is the
+// costlier mistake. The one exception is a current placement that no longer
+// fits (a node shrank under its workers): unchanged jobs then claim their
+// nodes largest first and the ones that no longer fit are packed anew.
+//
+// Packing prefers compactness over staying put. A job that grows out of its
+// node moves whole to a node that holds it (and restarts) rather than
+// spanning two nodes, and a job that shrinks may gather onto one of its
+// nodes. Place therefore does not find the fewest moves over all layouts;
+// on small instances checked by brute force it moves about 1.4% more
+// workers than the best layout no more spread than its own.
+//
+// The matching is exact when the best matching of each connected group of
+// scored pairs (the groups are small: a resized job only scores on its own
+// nodes) leaves rows that all still fit in the unused nodes, or when the
+// whole problem is small enough for one dense Hungarian run. Otherwise,
+// which happens when nearly every job changes at once or a group has more
+// than blockRows virtual nodes, groups are matched in blocks and the
+// lowest-scoring pairs are given up until the other virtual nodes fit: the
+// result still never overfills a node, and random tests keep over 99.9% of
+// the exact score. This keeps one placement of 4 096 nodes and 8 000 jobs
+// within tens of milliseconds, where a dense O(n³) Hungarian over all nodes
+// would take some 7·10¹⁰ steps.
+package placement

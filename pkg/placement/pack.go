@@ -1,0 +1,192 @@
+package placement
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// vnode is a loaded virtual node: a copy of one real node, filled by the
+// packing with jobs (by index into state.jobs) up to the GPUs that node had
+// free for the repacked jobs. Laying each virtual node back onto its own
+// real node always fits, so the matching always has an answer.
+type vnode struct {
+	load int
+	jobs []jobCount
+}
+
+// jobCount is a number of workers of one job, by index into state.jobs.
+type jobCount struct{ job, n int }
+
+// pack places the jobs that were not kept onto virtual copies of the nodes,
+// best-fit-decreasing (largest job first, ties by ID), in two passes. The
+// first pass only places the jobs that fit whole on a node where some of
+// their surviving workers run (see homeNode), so that a larger job arriving
+// elsewhere cannot take the room a resized job needs to stay. The second
+// pass places the rest (see pick). It returns the virtual nodes that
+// received workers, in node order.
+func (s *state) pack() ([]vnode, error) {
+	var order []int
+	for i, j := range s.jobs {
+		if !j.kept {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return bySizeDesc(s.jobs[a], s.jobs[b]) })
+	p := packer{free: slices.Clone(s.free), content: make([][]jobCount, len(s.free))}
+	p.b = newBuckets(p.free)
+	rest := order[:0:0]
+	for _, ji := range order {
+		if node, ok := homeNode(s.jobs[ji], s.jobs[ji].want, p.free); ok {
+			p.put(ji, node, s.jobs[ji].want)
+		} else {
+			rest = append(rest, ji)
+		}
+	}
+	for _, ji := range rest {
+		j := s.jobs[ji]
+		for w := j.want; w > 0; {
+			node, ok := pick(j, w, p.free, p.b)
+			if !ok {
+				// Place validated that the allocation fits the capacity.
+				return nil, fmt.Errorf("job %s: no free GPU left for %d workers", j.id, w)
+			}
+			n := min(w, p.free[node])
+			p.put(ji, node, n)
+			w -= n
+		}
+	}
+	var rows []vnode
+	for node, jobs := range p.content {
+		if len(jobs) > 0 {
+			rows = append(rows, vnode{load: s.free[node] - p.free[node], jobs: jobs})
+		}
+	}
+	return rows, nil
+}
+
+// packer is the virtual layout being filled.
+type packer struct {
+	free    []int
+	b       *buckets
+	content [][]jobCount // per node
+}
+
+func (p *packer) put(job, node, n int) {
+	p.b.take(node, p.free[node], n)
+	p.free[node] -= n
+	p.content[node] = append(p.content[node], jobCount{job: job, n: n})
+}
+
+// homeNode finds a node that holds w more workers of the job and where the
+// most of its surviving workers run (then the fewest free GPUs, then the
+// lowest index).
+func homeNode(j *job, w int, free []int) (int, bool) {
+	best, bestKeep := -1, 0
+	for _, sv := range j.survivors {
+		f, keep := free[sv.node], min(w, sv.n)
+		if f < w {
+			continue
+		}
+		if best < 0 || keep > bestKeep || keep == bestKeep && f < free[best] {
+			best, bestKeep = sv.node, keep
+		}
+	}
+	return best, best >= 0
+}
+
+// pick chooses the node for a job's next w workers. All w go to one node if
+// any can hold them: a home node (see homeNode) if there is one, otherwise
+// the node with the fewest free GPUs that holds them (best fit). When no
+// node can, the job fills a node and carries on with the rest: the node
+// where the most of its survivors run, if starting there spreads the job
+// over no more nodes than starting with the emptiest node would; otherwise
+// the emptiest node. Remaining ties go to the lowest node index.
+func pick(j *job, w int, free []int, b *buckets) (int, bool) {
+	if node, ok := homeNode(j, w, free); ok {
+		return node, true
+	}
+	if node, _, ok := b.bestFit(w); ok {
+		return node, true
+	}
+	node, _, ok := b.mostFree()
+	if !ok {
+		return 0, false
+	}
+	fewest := b.nodesNeeded(w, -1)
+	best, bestKeep := -1, 0
+	for _, sv := range j.survivors {
+		f := free[sv.node]
+		if keep := min(f, sv.n); keep > bestKeep && 1+b.nodesNeeded(w-f, sv.node) <= fewest {
+			best, bestKeep = sv.node, keep
+		}
+	}
+	if best >= 0 {
+		return best, true
+	}
+	return node, true
+}
+
+// layOut lays the virtual nodes onto real ones with the matching that keeps
+// the most surviving workers in place, then records each repacked job's
+// per-node counts.
+func (s *state) layOut(rows []vnode) error {
+	p := s.matchProblem(rows)
+	target, err := p.solve()
+	if err != nil {
+		return fmt.Errorf("match the packed layout to the nodes: %w", err)
+	}
+	for r, row := range rows {
+		for _, c := range row.jobs {
+			j := s.jobs[c.job]
+			j.final = append(j.final, nodeCount{node: target[r], n: c.n})
+		}
+	}
+	for _, j := range s.jobs {
+		if j.kept {
+			continue
+		}
+		slices.SortFunc(j.final, func(a, b nodeCount) int { return a.node - b.node })
+		for i := 1; i < len(j.final); i++ {
+			if j.final[i].node == j.final[i-1].node {
+				return errors.New("a job was laid twice onto one node")
+			}
+		}
+	}
+	return nil
+}
+
+// matchProblem scores every virtual node against every real node it may go
+// to: the score is how many surviving workers could then stay, summed over
+// the jobs on the virtual node. Only positive scores are listed; a real node
+// is allowed only when its free GPUs hold the virtual node's load.
+func (s *state) matchProblem(rows []vnode) *matchProblem {
+	p := &matchProblem{
+		load:  make([]int, len(rows)),
+		res:   s.free,
+		edges: make([][]edge, len(rows)),
+	}
+	acc := make([]int, len(s.free))
+	var touched []int
+	for r, row := range rows {
+		p.load[r] = row.load
+		for _, c := range row.jobs {
+			for _, sv := range s.jobs[c.job].survivors {
+				if s.free[sv.node] < row.load {
+					continue
+				}
+				if acc[sv.node] == 0 {
+					touched = append(touched, sv.node)
+				}
+				acc[sv.node] += min(c.n, sv.n)
+			}
+		}
+		slices.Sort(touched)
+		for _, n := range touched {
+			p.edges[r] = append(p.edges[r], edge{node: n, score: acc[n]})
+			acc[n] = 0
+		}
+		touched = touched[:0]
+	}
+	return p
+}

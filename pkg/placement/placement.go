@@ -1,0 +1,285 @@
+package placement
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/vodascheduler/voda/pkg/api"
+)
+
+// Input is everything one placement looks at.
+type Input struct {
+	// Nodes are the nodes that exist now, in any order, with unique names.
+	Nodes []api.Node
+	// Allocation is the number of workers (one GPU each) every job gets.
+	// Jobs with 0 or absent are not placed.
+	Allocation api.Allocation
+	// Current is where each worker of each job runs now, by worker index. It
+	// may name nodes that are gone (node loss) and jobs that no longer have
+	// an allocation.
+	Current api.Placement
+}
+
+// Output is one placement and how it differs from the current one.
+type Output struct {
+	// Placement holds, for every job with a positive allocation, exactly
+	// that many node names, by worker index.
+	Placement api.Placement
+	// Moves lists, per job, the workers that existed before and survive the
+	// resize (index < min(old, new)) but change node, sorted by index.
+	// Workers on a lost node are moves from that node. Jobs without moves
+	// have no entry.
+	Moves map[api.JobID][]api.WorkerMove
+	// RestartAll is true for a job that had surviving workers and must move
+	// every one of them, so its launcher restarts too. Other jobs have no
+	// entry.
+	RestartAll map[api.JobID]bool
+}
+
+// Errors returned by Place, for errors.Is. Both mean the caller handed in
+// something no placement can honour; the engine should keep its last plan.
+var (
+	// ErrInvalidInput marks a malformed input: an unnamed, duplicate or
+	// negative-capacity node, or a negative allocation.
+	ErrInvalidInput = errors.New("invalid placement input")
+	// ErrOverCapacity marks an allocation that asks for more GPUs than the
+	// nodes have.
+	ErrOverCapacity = errors.New("allocation exceeds capacity")
+)
+
+// MaxWorkers bounds the total allocation Place accepts. The output holds one
+// node name per worker, so an absurd allocation would exhaust memory rather
+// than fail; no GPU cluster comes near this many GPUs.
+const MaxWorkers = 1 << 24
+
+// Place binds every allocated worker to a node. Unchanged jobs stay where
+// they are; the other jobs are packed best-fit-decreasing into the capacity
+// left over, and the packed layout is laid onto the real nodes by a
+// minimum-migration matching. The package documentation explains the
+// algorithm and its trade-offs.
+//
+// The same input gives the same output, whatever the order of Input.Nodes.
+func Place(in Input) (Output, error) {
+	s, err := newState(in)
+	if err != nil {
+		return Output{}, fmt.Errorf("place: %w", err)
+	}
+	s.keepUnchanged()
+	rows, err := s.pack()
+	if err != nil {
+		return Output{}, fmt.Errorf("place: %w", err)
+	}
+	if err := s.layOut(rows); err != nil {
+		return Output{}, fmt.Errorf("place: %w", err)
+	}
+	return s.output(), nil
+}
+
+// state is one placement in progress. Nodes are referred to by their index
+// in name order, which is what makes the result independent of the order of
+// Input.Nodes.
+type state struct {
+	names []api.NodeName
+	caps  []int
+	free  []int // GPUs not yet promised to a job
+	jobs  []*job
+}
+
+// job is one job with a positive allocation.
+type job struct {
+	id   api.JobID
+	want int
+	// old is Current[id] as given; at is the node index of each old worker,
+	// or -1 when its node is gone.
+	old []api.NodeName
+	at  []int
+	// survivors counts, per live node, the old workers whose index is below
+	// want: those keep their identity through a resize and can stay put.
+	survivors []nodeCount
+	// kept says the job is unchanged and stays exactly where it is.
+	kept bool
+	// final is the number of workers per node in the new placement.
+	final []nodeCount
+}
+
+// nodeCount is a number of workers on one node, by index in name order.
+type nodeCount struct{ node, n int }
+
+func newState(in Input) (*state, error) {
+	nodes := slices.Clone(in.Nodes)
+	slices.SortFunc(nodes, func(a, b api.Node) int { return cmp.Compare(a.Name, b.Name) })
+	s := &state{}
+	index := make(map[api.NodeName]int, len(nodes))
+	capacity := 0
+	for i, n := range nodes {
+		switch {
+		case n.Name == "":
+			return nil, fmt.Errorf("%w: a node has an empty name", ErrInvalidInput)
+		case n.GPUs < 0:
+			return nil, fmt.Errorf("%w: node %s has %d GPUs", ErrInvalidInput, n.Name, n.GPUs)
+		case i > 0 && nodes[i-1].Name == n.Name:
+			return nil, fmt.Errorf("%w: node %s is listed twice", ErrInvalidInput, n.Name)
+		}
+		if n.GPUs > math.MaxInt-capacity {
+			return nil, fmt.Errorf("%w: the nodes' GPUs overflow an int", ErrInvalidInput)
+		}
+		capacity += n.GPUs
+		index[n.Name] = i
+		s.names = append(s.names, n.Name)
+		s.caps = append(s.caps, n.GPUs)
+	}
+	s.free = slices.Clone(s.caps)
+	total := 0
+	for _, id := range slices.Sorted(maps.Keys(in.Allocation)) {
+		w := in.Allocation[id]
+		if w < 0 {
+			return nil, fmt.Errorf("%w: job %s is allocated %d workers", ErrInvalidInput, id, w)
+		}
+		if w == 0 {
+			continue
+		}
+		if w > MaxWorkers-total {
+			return nil, fmt.Errorf("%w: more than %d workers in all", ErrOverCapacity, MaxWorkers)
+		}
+		total += w
+		s.jobs = append(s.jobs, newJob(id, w, in.Current[id], index))
+	}
+	if total > capacity {
+		return nil, fmt.Errorf("%w: %d workers for %d GPUs", ErrOverCapacity, total, capacity)
+	}
+	return s, nil
+}
+
+func newJob(id api.JobID, want int, old []api.NodeName, index map[api.NodeName]int) *job {
+	j := &job{id: id, want: want, old: old, at: make([]int, len(old))}
+	var live []int
+	for i, name := range old {
+		n, ok := index[name]
+		if !ok {
+			n = -1
+		}
+		j.at[i] = n
+		if n >= 0 && i < want {
+			live = append(live, n)
+		}
+	}
+	j.survivors = countNodes(live)
+	return j
+}
+
+// countNodes turns a list of node indices into sorted per-node counts.
+func countNodes(nodes []int) []nodeCount {
+	slices.Sort(nodes)
+	var out []nodeCount
+	for _, n := range nodes {
+		if k := len(out); k > 0 && out[k-1].node == n {
+			out[k-1].n++
+			continue
+		}
+		out = append(out, nodeCount{node: n, n: 1})
+	}
+	return out
+}
+
+// bySizeDesc orders jobs largest first, then by ID: the order of
+// best-fit-decreasing, and the order in which unchanged jobs claim nodes.
+func bySizeDesc(a, b *job) int {
+	if c := cmp.Compare(b.want, a.want); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.id, b.id)
+}
+
+// keepUnchanged pins every job whose size did not change and whose nodes all
+// still exist to its current nodes. Only an input whose current placement
+// already overfills a node (a node that shrank) can stop that; then the
+// larger jobs keep their places and the others are repacked.
+func (s *state) keepUnchanged() {
+	order := slices.Clone(s.jobs)
+	slices.SortFunc(order, bySizeDesc)
+	for _, j := range order {
+		if j.want != len(j.old) || slices.Contains(j.at, -1) {
+			continue
+		}
+		fits := true
+		for _, c := range j.survivors {
+			fits = fits && c.n <= s.free[c.node]
+		}
+		if !fits {
+			continue
+		}
+		for _, c := range j.survivors {
+			s.free[c.node] -= c.n
+		}
+		j.kept = true
+		j.final = j.survivors
+	}
+}
+
+// output binds worker indices to nodes and lists the moves.
+func (s *state) output() Output {
+	out := Output{
+		Placement:  make(api.Placement, len(s.jobs)),
+		Moves:      make(map[api.JobID][]api.WorkerMove),
+		RestartAll: make(map[api.JobID]bool),
+	}
+	room := make([]int, len(s.names))
+	for _, j := range s.jobs {
+		nodes := bindIndices(j, room)
+		names := make([]api.NodeName, len(nodes))
+		for i, n := range nodes {
+			names[i] = s.names[n]
+		}
+		out.Placement[j.id] = names
+		surviving := min(len(j.old), j.want)
+		var moves []api.WorkerMove
+		for i := range surviving {
+			if j.old[i] != names[i] {
+				moves = append(moves, api.WorkerMove{Index: i, From: j.old[i], To: names[i]})
+			}
+		}
+		if len(moves) > 0 {
+			out.Moves[j.id] = moves
+			if len(moves) == surviving {
+				out.RestartAll[j.id] = true
+			}
+		}
+	}
+	return out
+}
+
+// bindIndices turns the job's per-node counts into a node per worker index:
+// a surviving worker stays on its node while the job still has room there
+// (lowest indices first), and the other indices fill the remaining room in
+// node name order. room is scratch space, zero on entry and on return.
+func bindIndices(j *job, room []int) []int {
+	for _, c := range j.final {
+		room[c.node] += c.n
+	}
+	nodes := make([]int, j.want)
+	for i := range nodes {
+		nodes[i] = -1
+		if i < len(j.at) {
+			if n := j.at[i]; n >= 0 && room[n] > 0 {
+				nodes[i] = n
+				room[n]--
+			}
+		}
+	}
+	k := 0
+	for i, n := range nodes {
+		if n >= 0 {
+			continue
+		}
+		for room[j.final[k].node] == 0 {
+			k++
+		}
+		nodes[i] = j.final[k].node
+		room[nodes[i]]--
+	}
+	return nodes
+}

@@ -82,6 +82,11 @@ func (c TiresiasConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("tiresias service measure %q is unknown: use %s, %s or %s",
 			c.Service, ServiceSinceStart, ServiceTotal, ServiceExecutedTimesRequested))
 	}
+	if c.PromoteKnob > 0 && c.Service != ServiceSinceStart {
+		// Promotion restarts the since-start counter; with a cumulative
+		// measure a promoted job would be demoted again at once.
+		errs = append(errs, fmt.Errorf("tiresias promotion needs the %s service measure, got %q", ServiceSinceStart, c.Service))
+	}
 	if c.CompactionThreshold < 0 {
 		errs = append(errs, fmt.Errorf("compaction threshold is %d, must not be negative", c.CompactionThreshold))
 	}

@@ -1,0 +1,114 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/scheduler"
+)
+
+var sizes = []int{1, 1, 1, 1, 2, 2, 4, 4, 8, 16, 32}
+
+// dip slows a job down when it first spans two 8-GPU nodes: the
+// non-concave shape measured profiles show.
+func dip(n int) float64 {
+	switch {
+	case n <= 8:
+		return float64(n) * 0.95
+	case n <= 12:
+		return 6 + float64(n-8)*0.3
+	}
+	return 7.2 + float64(n-12)*0.6
+}
+
+// benchJob draws a job with a Philly-like size, maximum twice the request,
+// and a speedup curve: Amdahl for three in four, a node-crossing dip for
+// the rest.
+func benchJob(r *rand.Rand, i int) scheduler.JobSubmitted {
+	req := sizes[r.IntN(len(sizes))]
+	ev := scheduler.JobSubmitted{
+		ID:        api.JobID(fmt.Sprintf("job-%06d", i)),
+		Spec:      api.JobSpec{MinWorkers: 1, MaxWorkers: min(2*req, 64), RequestedWorkers: req},
+		Remaining: float64(600 + r.IntN(100000)),
+		Speedup:   dip,
+	}
+	if r.IntN(4) > 0 {
+		f := 0.02 + r.Float64()*0.1
+		ev.Speedup = func(n int) float64 { return float64(n) / (1 + f*float64(n-1)) }
+	}
+	return ev
+}
+
+// busyEngine returns an engine with nodes × 8 GPUs and jobs submitted and
+// scheduled once.
+func busyEngine(b *testing.B, policy string, nodes, jobs int) (*scheduler.Engine, *fakeClock, *rand.Rand) {
+	c := &fakeClock{t: t0}
+	cfg := scheduler.DefaultConfig("gpu", c)
+	cfg.Policy, cfg.RateLimit = policy, 0
+	e, err := scheduler.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range nodes {
+		if err := e.Step(scheduler.NodeSet{Node: api.Node{Name: api.NodeName(fmt.Sprintf("node-%04d", i)), GPUs: 8}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range jobs {
+		if err := e.Step(benchJob(r, i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := e.Tick(); err != nil {
+		b.Fatal(err)
+	}
+	return e, c, r
+}
+
+// BenchmarkRound measures one full rescheduling (snapshot, policy,
+// placement, diff, assume) after a completion and an arrival, on 512 nodes
+// × 8 GPUs with 1 000 jobs.
+func BenchmarkRound(b *testing.B) {
+	for _, policy := range algorithm.Names() {
+		b.Run(policy, func(b *testing.B) {
+			e, c, r := busyEngine(b, policy, 512, 1000)
+			next, oldest := 1000, 0
+			b.ReportAllocs()
+			for b.Loop() {
+				c.t = c.t.Add(time.Minute)
+				// Retire the oldest job and submit a new one.
+				if err := e.Step(scheduler.JobDeleted{ID: api.JobID(fmt.Sprintf("job-%06d", oldest))}); err != nil {
+					b.Fatal(err)
+				}
+				if err := e.Step(benchJob(r, next)); err != nil {
+					b.Fatal(err)
+				}
+				next, oldest = next+1, oldest+1
+				if _, err := e.Tick(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkMemoryPer10000Jobs reports the heap an engine holds for 10 000
+// jobs (half running) on 512 nodes.
+func BenchmarkMemoryPer10000Jobs(b *testing.B) {
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		e, _, _ := busyEngine(b, algorithm.NameElasticFIFO, 512, 10000)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB/10k-jobs")
+		runtime.KeepAlive(e)
+	}
+}

@@ -1,0 +1,444 @@
+package scheduler
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/api"
+)
+
+// Clock tells the time. The engine reads it at every Step and Tick.
+type Clock interface {
+	Now() time.Time
+}
+
+// DefaultRateLimit is the minimum time between two reschedulings unless
+// configured otherwise (the original Voda's value).
+const DefaultRateLimit = 30 * time.Second
+
+// Config configures an engine.
+type Config struct {
+	// GPUType is the GPU type the engine schedules. Jobs of another type
+	// are rejected.
+	GPUType api.GPUType
+	// Policy is the policy name; empty means ElasticFIFO.
+	Policy string
+	// Algorithm holds policy parameters (Tiresias thresholds and so on).
+	Algorithm algorithm.Config
+	// RateLimit is the minimum time between two reschedulings; events in
+	// between are coalesced into the next one. Zero reschedules at once.
+	RateLimit time.Duration
+	// Clock is required.
+	Clock Clock
+}
+
+// DefaultConfig returns a configuration with the defaults of the original
+// Voda scheduler.
+func DefaultConfig(gpuType api.GPUType, clock Clock) Config {
+	return Config{
+		GPUType:   gpuType,
+		Policy:    algorithm.NameElasticFIFO,
+		Algorithm: algorithm.DefaultConfig(),
+		RateLimit: DefaultRateLimit,
+		Clock:     clock,
+	}
+}
+
+// Engine schedules the jobs of one GPU type. It is not safe for concurrent
+// use: one goroutine owns it (see Loop), or a simulator drives it directly.
+type Engine struct {
+	gpuType   api.GPUType
+	algo      algorithm.Config
+	policy    algorithm.Policy
+	rateLimit time.Duration
+	clock     Clock
+
+	jobs   map[api.JobID]*Job
+	active []api.JobID // waiting or running jobs, sorted
+	nodes  map[api.NodeName]int
+
+	now          time.Time // time of the last accounting
+	dirty        bool      // something changed since the last rescheduling
+	scheduled    bool      // a rescheduling has happened
+	lastSchedule time.Time
+
+	// assumed holds, per job, its record before the last plan changed it,
+	// so a failed action can be undone.
+	assumed map[api.JobID]Job
+}
+
+// New returns an engine with no jobs and no nodes.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Clock == nil {
+		return nil, errors.New("scheduler: a clock is required")
+	}
+	if cfg.RateLimit < 0 {
+		return nil, fmt.Errorf("scheduler: rate limit %v is negative", cfg.RateLimit)
+	}
+	if cfg.Policy == "" {
+		cfg.Policy = algorithm.NameElasticFIFO
+	}
+	if cfg.Algorithm.Tiresias.Thresholds == nil && cfg.Algorithm.Tiresias.Service == "" {
+		cfg.Algorithm.Tiresias = algorithm.DefaultTiresias()
+	}
+	if err := cfg.Algorithm.Tiresias.Validate(); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	p, err := algorithm.New(cfg.Policy, cfg.Algorithm)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	return &Engine{
+		gpuType:   cfg.GPUType,
+		algo:      cfg.Algorithm,
+		policy:    p,
+		rateLimit: cfg.RateLimit,
+		clock:     cfg.Clock,
+		jobs:      map[api.JobID]*Job{},
+		nodes:     map[api.NodeName]int{},
+		now:       cfg.Clock.Now(),
+		assumed:   map[api.JobID]Job{},
+	}, nil
+}
+
+// Policy returns the current policy's name.
+func (e *Engine) Policy() string { return e.policy.Name() }
+
+// RateLimit returns the current rate limit.
+func (e *Engine) RateLimit() time.Duration { return e.rateLimit }
+
+// GPUs returns the schedulable GPUs.
+func (e *Engine) GPUs() int {
+	n := 0
+	for _, g := range e.nodes {
+		n += g
+	}
+	return n
+}
+
+// Nodes returns the nodes, sorted by name.
+func (e *Engine) Nodes() []api.Node {
+	out := make([]api.Node, 0, len(e.nodes))
+	for n, g := range e.nodes {
+		out = append(out, api.Node{Name: n, GPUs: g})
+	}
+	slices.SortFunc(out, func(a, b api.Node) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Job returns a copy of one job's record.
+func (e *Engine) Job(id api.JobID) (Job, bool) {
+	j, ok := e.jobs[id]
+	if !ok {
+		return Job{}, false
+	}
+	return j.clone(), true
+}
+
+// Jobs returns copies of every job's record, sorted by ID, accounting
+// brought up to the engine's last step.
+func (e *Engine) Jobs() []Job {
+	out := make([]Job, 0, len(e.jobs))
+	for _, j := range e.jobs {
+		out = append(out, j.clone())
+	}
+	slices.SortFunc(out, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Step applies one event. An invalid event (unknown job, duplicate
+// submission, bad spec, unknown policy…) is an error and changes nothing.
+func (e *Engine) Step(ev Event) error {
+	e.advance()
+	switch ev := ev.(type) {
+	case JobSubmitted:
+		return e.submit(ev)
+	case JobDeleted:
+		return e.remove(ev.ID)
+	case JobCompleted:
+		return e.finish(ev.ID, api.PhaseCompleted, "completed")
+	case JobFailed:
+		msg := "failed"
+		if ev.Reason != "" {
+			msg = "failed: " + ev.Reason
+		}
+		return e.finish(ev.ID, api.PhaseFailed, msg)
+	case NodeSet:
+		return e.setNode(ev.Node)
+	case NodeRemoved:
+		if _, ok := e.nodes[ev.Name]; !ok {
+			return fmt.Errorf("node %s is not known", ev.Name)
+		}
+		delete(e.nodes, ev.Name)
+		e.dirty = true
+	case Progress:
+		return e.progress(ev)
+	case SetPolicy:
+		p, err := algorithm.New(ev.Name, e.algo)
+		if err != nil {
+			return err
+		}
+		if p.Name() != e.policy.Name() {
+			e.policy = p
+			e.dirty = true
+		}
+	case SetRateLimit:
+		if ev.Every < 0 {
+			return fmt.Errorf("rate limit %v is negative", ev.Every)
+		}
+		e.rateLimit = ev.Every
+	case ActionFailed:
+		e.forget(ev)
+	case Tick:
+	default:
+		return fmt.Errorf("unknown event %T", ev)
+	}
+	return nil
+}
+
+func (e *Engine) submit(ev JobSubmitted) error {
+	if ev.ID == "" {
+		return errors.New("job has no ID")
+	}
+	if _, dup := e.jobs[ev.ID]; dup {
+		return fmt.Errorf("job %s already exists", ev.ID)
+	}
+	if ev.Spec.GPUType != "" && ev.Spec.GPUType != e.gpuType {
+		return fmt.Errorf("job %s wants GPU type %q, this scheduler runs %q", ev.ID, ev.Spec.GPUType, e.gpuType)
+	}
+	if err := ev.Spec.Validate(); err != nil {
+		return fmt.Errorf("job %s: %w", ev.ID, err)
+	}
+	rem := ev.Remaining
+	if rem <= 0 {
+		rem = -1
+	}
+	j := &Job{
+		ID: ev.ID, Spec: ev.Spec, Phase: api.PhaseWaiting,
+		Queue:     min(ev.Spec.Priority, e.algo.Tiresias.Queues()-1),
+		Submitted: e.now, Remaining: rem, Speedup: ev.Speedup,
+		Message: "waiting: not scheduled yet",
+	}
+	j.Spec.GPUType = e.gpuType
+	e.jobs[ev.ID] = j
+	e.activate(ev.ID)
+	e.dirty = true
+	return nil
+}
+
+func (e *Engine) remove(id api.JobID) error {
+	j, ok := e.jobs[id]
+	if !ok {
+		return fmt.Errorf("job %s is not known", id)
+	}
+	if j.active() {
+		e.deactivate(id)
+		e.dirty = true
+	}
+	delete(e.jobs, id)
+	delete(e.assumed, id)
+	return nil
+}
+
+func (e *Engine) finish(id api.JobID, phase api.Phase, msg string) error {
+	j, ok := e.jobs[id]
+	if !ok {
+		return fmt.Errorf("job %s is not known", id)
+	}
+	if !j.active() {
+		return fmt.Errorf("job %s is already %s", id, j.Phase)
+	}
+	j.Phase, j.Finished, j.Message = phase, e.now, msg
+	j.Workers, j.Nodes = 0, nil
+	e.deactivate(id)
+	delete(e.assumed, id)
+	e.dirty = true
+	return nil
+}
+
+func (e *Engine) setNode(n api.Node) error {
+	if n.Name == "" {
+		return errors.New("node has no name")
+	}
+	if n.GPUs < 0 {
+		return fmt.Errorf("node %s has %d GPUs, must not be negative", n.Name, n.GPUs)
+	}
+	if old, ok := e.nodes[n.Name]; !ok || old != n.GPUs {
+		e.nodes[n.Name] = n.GPUs
+		e.dirty = true
+	}
+	return nil
+}
+
+func (e *Engine) progress(ev Progress) error {
+	j, ok := e.jobs[ev.ID]
+	if !ok {
+		return fmt.Errorf("job %s is not known", ev.ID)
+	}
+	j.Remaining = ev.Remaining
+	if j.Remaining < 0 {
+		j.Remaining = -1
+	}
+	if ev.Speedup != nil {
+		j.Speedup = ev.Speedup
+	}
+	// Estimates matter only to policies that read them; they take effect
+	// at the next rescheduling rather than forcing one.
+	return nil
+}
+
+func (e *Engine) activate(id api.JobID) {
+	i, found := slices.BinarySearch(e.active, id)
+	if !found {
+		e.active = slices.Insert(e.active, i, id)
+	}
+}
+
+func (e *Engine) deactivate(id api.JobID) {
+	if i, found := slices.BinarySearch(e.active, id); found {
+		e.active = slices.Delete(e.active, i, i+1)
+	}
+}
+
+// advance brings every active job's accounting up to the clock and applies
+// Tiresias demotions and promotions.
+func (e *Engine) advance() {
+	now := e.clock.Now()
+	if dt := now.Sub(e.now).Seconds(); dt > 0 {
+		for _, id := range e.active {
+			e.jobs[id].advance(dt)
+		}
+	}
+	if now.After(e.now) {
+		e.now = now
+	}
+	if e.updateQueues() && e.usesQueues() {
+		e.dirty = true
+	}
+}
+
+func (e *Engine) usesQueues() bool {
+	n := e.policy.Name()
+	return n == algorithm.NameTiresias || n == algorithm.NameElasticTiresias
+}
+
+// Restore rebuilds the engine's jobs from records saved before a restart:
+// running jobs keep their allocation, placement and counters; waiting jobs
+// are started by the next rescheduling. Add nodes first. Invalid records are
+// skipped and reported together.
+func (e *Engine) Restore(jobs []Job) error {
+	e.advance()
+	var errs []error
+	for _, r := range jobs {
+		if _, dup := e.jobs[r.ID]; dup || r.ID == "" {
+			errs = append(errs, fmt.Errorf("job %q is a duplicate or has no ID", r.ID))
+			continue
+		}
+		if err := r.Spec.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("job %s: %w", r.ID, err))
+			continue
+		}
+		j := r.clone()
+		j.Spec.GPUType = e.gpuType
+		if j.Phase == api.PhaseSubmitted || j.Phase == "" {
+			j.Phase = api.PhaseWaiting
+		}
+		if j.Phase == api.PhaseRunning && (j.Workers < j.Spec.MinWorkers || j.Workers > j.Spec.MaxWorkers || len(j.Nodes) != j.Workers) {
+			errs = append(errs, fmt.Errorf("job %s: running with %d workers on %d nodes, outside [%d, %d]",
+				r.ID, j.Workers, len(j.Nodes), j.Spec.MinWorkers, j.Spec.MaxWorkers))
+			continue
+		}
+		if j.Phase != api.PhaseRunning {
+			j.Workers, j.Nodes = 0, nil
+		}
+		if j.Remaining == 0 {
+			j.Remaining = -1
+		}
+		e.jobs[r.ID] = &j
+		if j.active() {
+			e.activate(r.ID)
+		}
+	}
+	e.dirty = true
+	return errors.Join(errs...)
+}
+
+// Due returns when the caller should call Tick next: when a rescheduling
+// is wanted and the rate limit allows it, or when a Tiresias demotion or
+// promotion falls due. ok is false when nothing is pending.
+func (e *Engine) Due() (at time.Time, ok bool) {
+	if e.dirty {
+		at, ok = e.now, true
+		if e.scheduled {
+			at = later(e.now, e.lastSchedule.Add(e.rateLimit))
+		}
+	}
+	if e.usesQueues() {
+		if t, found := e.nextQueueChange(); found && (!ok || t.Before(at)) {
+			at, ok = t, true
+		}
+	}
+	return at, ok
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// Tick advances time and, when a rescheduling is wanted and the rate limit
+// allows it, reschedules and returns the plan. A plan with no actions means
+// nothing had to change; such a round does not count against the rate
+// limit. On a policy or placement error the engine keeps its
+// current plan, returns the error, and tries again after the rate limit.
+func (e *Engine) Tick() (api.Plan, error) {
+	e.advance()
+	if !e.dirty || (e.scheduled && e.now.Before(e.lastSchedule.Add(e.rateLimit))) {
+		return api.Plan{}, nil
+	}
+	plan, err := e.plan()
+	if err != nil {
+		// Try again after the rate limit rather than at once.
+		e.scheduled, e.lastSchedule = true, e.now
+		return api.Plan{}, fmt.Errorf("reschedule %s: %w", e.gpuType, err)
+	}
+	e.dirty = false
+	if len(plan.Actions) > 0 {
+		// The rate limit bounds churn: only rounds that change something
+		// open a new window.
+		e.scheduled, e.lastSchedule = true, e.now
+	}
+	e.assume(plan)
+	return plan, nil
+}
+
+// nodeList returns the nodes for placement, sorted by name.
+func (e *Engine) nodeList() []api.Node { return e.Nodes() }
+
+// forget undoes the assumption behind a failed action and asks for another
+// rescheduling.
+func (e *Engine) forget(ev ActionFailed) {
+	id := ev.Action.Job
+	j, ok := e.jobs[id]
+	prev, had := e.assumed[id]
+	if !ok || !had || !j.active() {
+		return
+	}
+	j.Phase, j.Workers, j.Nodes = prev.Phase, prev.Workers, prev.Nodes
+	j.FirstStarted, j.LastStarted = prev.FirstStarted, prev.LastStarted
+	j.Rescales, j.Restarts, j.Preemptions = prev.Rescales, prev.Restarts, prev.Preemptions
+	msg := fmt.Sprintf("%s failed", strings.ToLower(string(ev.Action.Kind)))
+	if ev.Err != nil {
+		msg += ": " + ev.Err.Error()
+	}
+	j.Message = msg + "; retrying at the next rescheduling"
+	delete(e.assumed, id)
+	e.dirty = true
+}

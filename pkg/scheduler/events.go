@@ -1,0 +1,74 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/api"
+)
+
+// Event is something that happened, applied with Engine.Step.
+type Event interface{ isEvent() }
+
+// JobSubmitted adds a job. Remaining and Speedup are optional estimates.
+type JobSubmitted struct {
+	ID        api.JobID
+	Spec      api.JobSpec
+	Remaining float64 // seconds at one GPU; 0 or negative means unknown
+	Speedup   algorithm.Speedup
+}
+
+// JobDeleted removes a job, whatever its phase; the backend removes what it
+// runs.
+type JobDeleted struct{ ID api.JobID }
+
+// JobCompleted marks a job finished successfully.
+type JobCompleted struct{ ID api.JobID }
+
+// JobFailed marks a job failed.
+type JobFailed struct {
+	ID     api.JobID
+	Reason string
+}
+
+// NodeSet adds a node or changes its GPU count.
+type NodeSet struct{ Node api.Node }
+
+// NodeRemoved removes a node (deleted, unlabelled or lost).
+type NodeRemoved struct{ Name api.NodeName }
+
+// Progress updates a job's estimates from runtime metrics. A nil Speedup
+// leaves the curve unchanged; a negative Remaining marks it unknown.
+type Progress struct {
+	ID        api.JobID
+	Remaining float64
+	Speedup   algorithm.Speedup
+}
+
+// SetPolicy switches the scheduling policy. An unknown name is rejected and
+// the current policy stays.
+type SetPolicy struct{ Name string }
+
+// SetRateLimit changes the minimum time between two reschedulings (0 allowed).
+type SetRateLimit struct{ Every time.Duration }
+
+// ActionFailed reports that a backend could not carry out an action.
+type ActionFailed struct {
+	Action api.Action
+	Err    error
+}
+
+// Tick only advances time; the Tiresias ticker of a backend may send it.
+type Tick struct{}
+
+func (JobSubmitted) isEvent() {}
+func (JobDeleted) isEvent()   {}
+func (JobCompleted) isEvent() {}
+func (JobFailed) isEvent()    {}
+func (NodeSet) isEvent()      {}
+func (NodeRemoved) isEvent()  {}
+func (Progress) isEvent()     {}
+func (SetPolicy) isEvent()    {}
+func (SetRateLimit) isEvent() {}
+func (ActionFailed) isEvent() {}
+func (Tick) isEvent()         {}

@@ -1,0 +1,98 @@
+package scheduler
+
+import (
+	"math"
+	"time"
+
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/api"
+)
+
+// Job is the engine's record of one job: everything it needs to schedule the
+// job again after a restart (see Engine.Restore).
+type Job struct {
+	ID    api.JobID
+	Spec  api.JobSpec
+	Phase api.Phase
+	// Workers is the current allocation and Nodes the node of each worker,
+	// by worker index.
+	Workers int
+	Nodes   []api.NodeName
+	// Queue is the Tiresias queue (0 is the highest).
+	Queue int
+
+	Submitted, FirstStarted, LastStarted, Finished time.Time
+
+	// Time accounting, in seconds.
+	WaitingSeconds float64
+	RunningSeconds float64
+	GPUSeconds     float64
+	// SinceStartGPUSeconds counts GPU-seconds since the last start or
+	// Tiresias promotion.
+	SinceStartGPUSeconds float64
+	// LastRunSeconds is the length of the last finished running period;
+	// WaitingSinceRunSeconds the time waited since then (or since
+	// submission).
+	LastRunSeconds         float64
+	WaitingSinceRunSeconds float64
+
+	// Rescales counts scale-ins and scale-outs; Restarts counts resumptions
+	// after a preemption and migrations that moved every worker;
+	// Preemptions counts halts.
+	Rescales, Restarts, Preemptions int
+
+	// Remaining is the estimated remaining time at one GPU, in seconds;
+	// negative means unknown. Speedup is the estimated speedup curve; nil
+	// means linear.
+	Remaining float64
+	Speedup   algorithm.Speedup
+
+	// Message says, in words, why the job is where it is.
+	Message string
+}
+
+func (j *Job) active() bool { return j.Phase == api.PhaseWaiting || j.Phase == api.PhaseRunning }
+
+// view turns the record into what a policy sees.
+func (j *Job) view() algorithm.Job {
+	rem := j.Remaining
+	if rem < 0 {
+		rem = math.Inf(1)
+	}
+	return algorithm.Job{
+		ID:                 j.ID,
+		Submitted:          j.Submitted,
+		FirstStarted:       j.FirstStarted,
+		Min:                j.Spec.MinWorkers,
+		Max:                j.Spec.MaxWorkers,
+		Requested:          j.Spec.RequestedWorkers,
+		Queue:              j.Queue,
+		Attained:           j.GPUSeconds,
+		AttainedSinceStart: j.SinceStartGPUSeconds,
+		Executed:           j.RunningSeconds,
+		Workers:            j.Workers,
+		Remaining:          rem,
+		Speedup:            j.Speedup,
+	}
+}
+
+// advance charges dt seconds to the job's counters.
+func (j *Job) advance(dt float64) {
+	switch j.Phase {
+	case api.PhaseRunning:
+		j.RunningSeconds += dt
+		gpu := dt * float64(j.Workers)
+		j.GPUSeconds += gpu
+		j.SinceStartGPUSeconds += gpu
+	case api.PhaseWaiting:
+		j.WaitingSeconds += dt
+		j.WaitingSinceRunSeconds += dt
+	}
+}
+
+// clone returns a deep copy.
+func (j *Job) clone() Job {
+	c := *j
+	c.Nodes = append([]api.NodeName(nil), j.Nodes...)
+	return c
+}

@@ -1,0 +1,187 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/scheduler"
+)
+
+// recorder is a backend that records what it is asked to do, when, and can
+// fail or panic on chosen actions.
+type recorder struct {
+	mu      sync.Mutex
+	start   time.Time
+	applied []string
+	fail    map[string]int // "Kind job" → failures left
+	panicOn string
+}
+
+func (r *recorder) Apply(_ context.Context, a api.Action) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := fmt.Sprintf("%s %s", a.Kind, a.Job)
+	if key == r.panicOn {
+		r.panicOn = ""
+		panic("backend exploded")
+	}
+	if r.fail[key] > 0 {
+		r.fail[key]--
+		r.applied = append(r.applied, fmt.Sprintf("+%v failed %s", time.Since(r.start), key))
+		return errors.New("apiserver unavailable")
+	}
+	r.applied = append(r.applied, fmt.Sprintf("+%v %s %d→%d", time.Since(r.start), key, a.From, a.To))
+	return nil
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.applied
+	r.applied = nil
+	return out
+}
+
+func job(id string, min, max int) scheduler.Event {
+	return scheduler.JobSubmitted{ID: api.JobID(id), Spec: api.JobSpec{MinWorkers: min, MaxWorkers: max}}
+}
+
+// startLoop runs a loop with a 30 s rate limit and an 8-GPU node inside the
+// current synctest bubble.
+func startLoop(t *testing.T, policy string, b *recorder) (*scheduler.Loop, context.Context, *[]error) {
+	cfg := scheduler.DefaultConfig("gpu", scheduler.SystemClock{})
+	cfg.Policy = policy
+	e, err := scheduler.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.start = time.Now()
+	l := scheduler.NewLoop(e, b, scheduler.SystemClock{})
+	var errs []error
+	l.OnError = func(err error) { errs = append(errs, err) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	must(t, l.Send(ctx, scheduler.NodeSet{Node: api.Node{Name: "n1", GPUs: 8}}))
+	return l, ctx, &errs
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoopCoalescesEventsUnderTheRateLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &recorder{}
+		l, ctx, _ := startLoop(t, "FIFO", b)
+		must(t, l.Send(ctx, job("a", 2, 2)))
+		synctest.Wait()
+		if diff := cmp.Diff([]string{"+0s Start a 0→2"}, b.take()); diff != "" {
+			t.Fatalf("first round (-want,+got):\n%s", diff)
+		}
+		time.Sleep(5 * time.Second)
+		must(t, l.Send(ctx, job("b", 2, 2)))
+		time.Sleep(5 * time.Second)
+		must(t, l.Send(ctx, job("c", 2, 2)))
+		synctest.Wait()
+		if got := b.take(); len(got) != 0 {
+			t.Fatalf("rescheduled inside the rate-limit window: %v", got)
+		}
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		want := []string{"+30s Start b 0→2", "+30s Start c 0→2"}
+		if diff := cmp.Diff(want, b.take()); diff != "" {
+			t.Fatalf("coalesced round (-want,+got):\n%s", diff)
+		}
+	})
+}
+
+func TestLoopEventRightAfterARoundIsNotLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &recorder{}
+		l, ctx, _ := startLoop(t, "FIFO", b)
+		must(t, l.Send(ctx, job("a", 2, 2)))
+		synctest.Wait()
+		b.take()
+		// Arrives in the same instant as the round that just ran.
+		must(t, l.Send(ctx, job("b", 2, 2)))
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if diff := cmp.Diff([]string{"+30s Start b 0→2"}, b.take()); diff != "" {
+			t.Fatalf("(-want,+got):\n%s", diff)
+		}
+	})
+}
+
+func TestLoopRetriesAFailedActionNextRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &recorder{fail: map[string]int{"Start b": 1}}
+		l, ctx, errs := startLoop(t, "FIFO", b)
+		// Both in one request, so they reach the same round.
+		must(t, l.Do(ctx, func(e *scheduler.Engine) error {
+			return errors.Join(e.Step(job("a", 2, 2)), e.Step(job("b", 2, 2)))
+		}))
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		want := []string{"+0s Start a 0→2", "+0s failed Start b", "+30s Start b 0→2"}
+		if diff := cmp.Diff(want, b.take()); diff != "" {
+			t.Fatalf("(-want,+got):\n%s", diff)
+		}
+		if len(*errs) != 1 || !strings.Contains((*errs)[0].Error(), "apiserver unavailable") {
+			t.Errorf("reported errors: %v", *errs)
+		}
+		var j scheduler.Job
+		must(t, l.Do(ctx, func(e *scheduler.Engine) error { j, _ = e.Job("b"); return nil }))
+		if j.Phase != api.PhaseRunning || j.Workers != 2 {
+			t.Errorf("b is %s with %d workers, want Running with 2", j.Phase, j.Workers)
+		}
+	})
+}
+
+func TestLoopSurvivesAPanickingBackend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &recorder{panicOn: "Start a"}
+		l, ctx, errs := startLoop(t, "FIFO", b)
+		must(t, l.Send(ctx, job("a", 2, 2)))
+		synctest.Wait()
+		if len(*errs) != 1 || !strings.Contains((*errs)[0].Error(), "backend exploded") {
+			t.Fatalf("reported errors: %v", *errs)
+		}
+		// The loop still serves requests and schedules.
+		must(t, l.Send(ctx, job("b", 2, 2)))
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := b.take(); len(got) == 0 {
+			t.Fatal("no rounds after the panic")
+		}
+	})
+}
+
+func TestLoopRejectsBadEventsAndKeepsState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &recorder{}
+		l, ctx, _ := startLoop(t, "FIFO", b)
+		if err := l.Send(ctx, scheduler.SetPolicy{Name: "lottery"}); err == nil ||
+			!strings.Contains(err.Error(), "valid policies are") {
+			t.Fatalf("got %v, want an error listing valid policies", err)
+		}
+		var policy string
+		must(t, l.Do(ctx, func(e *scheduler.Engine) error { policy = e.Policy(); return nil }))
+		if policy != "FIFO" {
+			t.Errorf("policy is %s after a rejected change, want FIFO", policy)
+		}
+	})
+}

@@ -1,0 +1,137 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/placement"
+)
+
+// plan runs the policy and the placement on the current state and diffs the
+// result against it. It changes nothing but the jobs' messages.
+func (e *Engine) plan() (api.Plan, error) {
+	snap := algorithm.Snapshot{Now: e.now, GPUs: e.GPUs(), Jobs: make([]algorithm.Job, 0, len(e.active))}
+	for _, id := range e.active {
+		snap.Jobs = append(snap.Jobs, e.jobs[id].view())
+	}
+	res, err := e.policy.Allocate(snap)
+	if err != nil {
+		return api.Plan{}, fmt.Errorf("policy %s: %w", e.policy.Name(), err)
+	}
+	in := placement.Input{Nodes: e.nodeList(), Allocation: api.Allocation{}, Current: api.Placement{}}
+	for id, n := range res.Allocation {
+		if n > 0 {
+			in.Allocation[id] = n
+		}
+	}
+	for _, id := range e.active {
+		if j := e.jobs[id]; j.Workers > 0 {
+			in.Current[id] = j.Nodes
+		}
+	}
+	out, err := placement.Place(in)
+	if err != nil {
+		return api.Plan{}, fmt.Errorf("placement: %w", err)
+	}
+	plan := api.Plan{Allocation: in.Allocation, Placement: out.Placement, Actions: e.diff(res, out)}
+	for _, id := range e.active {
+		e.jobs[id].Message = res.Reasons[id].String()
+	}
+	return plan, nil
+}
+
+// diff turns the difference between the current state and the decided
+// allocation and placement into actions: halts, scale-ins, starts,
+// scale-outs, then migrations, each group in job order. Capacity is freed
+// before it is used, and migrations see every job at its final size.
+func (e *Engine) diff(res algorithm.Result, out placement.Output) []api.Action {
+	var groups [5][]api.Action
+	const (
+		halt = iota
+		scaleIn
+		start
+		scaleOut
+		migrate
+	)
+	policy := e.policy.Name()
+	for _, id := range e.active {
+		j := e.jobs[id]
+		o, n := j.Workers, res.Allocation[id]
+		nodes := out.Placement[id]
+		reason := policy + ": " + res.Reasons[id].String()
+		switch {
+		case o > 0 && n == 0:
+			groups[halt] = append(groups[halt], api.Action{Kind: api.ActionHalt, Job: id, From: o, To: 0,
+				Reason: "preempted by " + reason})
+		case o > n && n > 0:
+			groups[scaleIn] = append(groups[scaleIn], api.Action{Kind: api.ActionScaleIn, Job: id, From: o, To: n, Nodes: nodes, Reason: reason})
+		case o == 0 && n > 0:
+			groups[start] = append(groups[start], api.Action{Kind: api.ActionStart, Job: id, From: 0, To: n, Nodes: nodes, Reason: reason})
+		case o > 0 && n > o:
+			groups[scaleOut] = append(groups[scaleOut], api.Action{Kind: api.ActionScaleOut, Job: id, From: o, To: n, Nodes: nodes, Reason: reason})
+		}
+		if moves := out.Moves[id]; o > 0 && n > 0 && len(moves) > 0 {
+			groups[migrate] = append(groups[migrate], api.Action{Kind: api.ActionMigrate, Job: id, From: n, To: n,
+				Nodes: nodes, Moves: moves, RestartAll: out.RestartAll[id], Reason: e.migrationReason(moves)})
+		}
+	}
+	var actions []api.Action
+	for _, g := range groups {
+		actions = append(actions, g...)
+	}
+	return actions
+}
+
+func (e *Engine) migrationReason(moves []api.WorkerMove) string {
+	var lost []string
+	seen := map[api.NodeName]bool{}
+	for _, m := range moves {
+		if _, ok := e.nodes[m.From]; !ok && !seen[m.From] {
+			seen[m.From] = true
+			lost = append(lost, string(m.From))
+		}
+	}
+	if len(lost) > 0 {
+		return "node " + strings.Join(lost, ", ") + " is gone"
+	}
+	return "placement: keep the job on fewer nodes"
+}
+
+// assume applies a plan to the engine's state as if every action had
+// succeeded, remembering each changed job's previous record so a failed
+// action can be undone.
+func (e *Engine) assume(plan api.Plan) {
+	clear(e.assumed)
+	for _, a := range plan.Actions {
+		j := e.jobs[a.Job]
+		if _, saved := e.assumed[a.Job]; !saved {
+			e.assumed[a.Job] = j.clone()
+		}
+		switch a.Kind {
+		case api.ActionHalt:
+			j.LastRunSeconds = e.now.Sub(j.LastStarted).Seconds()
+			j.WaitingSinceRunSeconds = 0
+			j.Phase, j.Workers, j.Nodes = api.PhaseWaiting, 0, nil
+			j.Preemptions++
+			j.Message = a.Reason
+		case api.ActionStart:
+			if j.FirstStarted.IsZero() {
+				j.FirstStarted = e.now
+			} else {
+				j.Restarts++
+			}
+			j.LastStarted, j.SinceStartGPUSeconds = e.now, 0
+			j.Phase, j.Workers, j.Nodes = api.PhaseRunning, a.To, a.Nodes
+		case api.ActionScaleIn, api.ActionScaleOut:
+			j.Rescales++
+			j.Workers, j.Nodes = a.To, a.Nodes
+		case api.ActionMigrate:
+			j.Nodes = a.Nodes
+			if a.RestartAll {
+				j.Restarts++
+			}
+		}
+	}
+}

@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 # Packages of the pure core: they must not import Kubernetes or net/http.
 CORE     := pkg/api pkg/algorithm pkg/placement pkg/scheduler
 
-.PHONY: help build test test-unit verify bench fuzz clean
+.PHONY: help build test test-unit verify bench fuzz eval demo clean
 
 help: ## Show this help.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-10s %s\n", $$1, $$2}'
@@ -37,6 +37,12 @@ bench: ## Run the benchmarks (results in bench.txt).
 
 fuzz: ## Run every fuzz target for FUZZTIME each.
 	@hack/fuzz-all.sh $(FUZZTIME)
+
+eval: ## Regenerate docs/evaluation.md from ../shared/traces (all policies, 4 loads).
+	$(GO) run ./hack/eval
+
+demo: ## Run the main job: every policy on the built-in synthetic workload.
+	$(GO) run ./cmd/voda simulate
 
 clean: ## Remove build outputs.
 	rm -rf $(BIN) bench.txt

@@ -1,0 +1,323 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/model"
+	"github.com/vodascheduler/voda/pkg/simulator"
+)
+
+type simulateFlags struct {
+	workload, profiles, policies, baseline string
+	nodes, gpusPerNode, jobs               int
+	restartDelay, rateLimit, interval      time.Duration
+	load                                   float64
+	seed                                   uint64
+	output, perJob, plot                   string
+}
+
+func newSimulateCmd() *cobra.Command {
+	f := &simulateFlags{}
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Replay a workload through the scheduler on a simulated GPU cluster",
+		Long: `Replay a workload through Voda's real scheduling engine (policies, placement,
+rate limit, plan diff) on a simulated cluster in virtual time, and report job
+completion times, queueing, makespan, utilisation, rescales and restarts next
+to the lower bound no policy of its class can beat.
+
+With no flags it runs every policy on a built-in synthetic workload (160 jobs,
+Philly-like sizes and arrivals, 8 hours) on 16 nodes × 4 GPUs with a model
+catalog fitted from measured profiles, so it needs no data files.
+
+Jobs run at a fixed global batch size. Each job's worker range is 1 to the
+largest GPU count whose per-GPU batch stays at or above the model's minimum
+(at most 64); the rigid policies (FIFO, SRJF, Tiresias) give the workload's
+GPU count. Every allocation change idles the job for --restart-delay.
+Policies see each job's true speedup curve and remaining time.
+
+Every number printed is deterministic for the same inputs except sim_wall_s.`,
+		Example: `  voda simulate
+  voda simulate --policy ElasticFIFO,AFS-L --jobs 400 --load 1.5
+  voda simulate --workload ../shared/traces/pollux-adaptdl/workloads \
+      --profiles ../shared/traces/pollux-adaptdl/profiles --baseline pollux-artifact --policy Tiresias
+  voda simulate --output json --per-job jobs.csv --plot plots/`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.workload, "workload", "", "workload CSV file, or a directory whose *.csv files are each run (default: a synthetic workload)")
+	fl.StringVar(&f.profiles, "profiles", "", "directory of measured model profiles (default: the built-in fitted catalog)")
+	fl.StringVar(&f.policies, "policy", "all", "policies to compare, comma-separated, or all")
+	fl.IntVar(&f.nodes, "nodes", 16, "nodes in the simulated cluster")
+	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 4, "GPUs per node")
+	fl.DurationVar(&f.restartDelay, "restart-delay", 30*time.Second, "idle time after every start, resize or migration (GPU time still charged)")
+	fl.DurationVar(&f.rateLimit, "rate-limit", 30*time.Second, "event-driven rescheduling, at most once per this period")
+	fl.DurationVar(&f.interval, "interval", 0, "reschedule on a fixed period instead of on events (e.g. 60s); excludes --rate-limit")
+	fl.StringVar(&f.baseline, "baseline", "", "preset: pollux-artifact (16×4 GPUs, 60s interval, 30s restart delay, Tiresias at 57600 GPU-s without promotion); flags given explicitly still win")
+	fl.IntVar(&f.jobs, "jobs", 160, "jobs in the synthetic workload")
+	fl.Float64Var(&f.load, "load", 1.0, "synthetic arrival rate relative to 20 jobs/hour")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the synthetic workload")
+	fl.StringVar(&f.output, "output", "table", "output format: table, json or csv")
+	fl.StringVar(&f.perJob, "per-job", "", "also write one CSV row per job to this file")
+	fl.StringVar(&f.plot, "plot", "", "also write SVG plots (JCT CDF, GPUs allocated over time) into this directory")
+	return cmd
+}
+
+// simulation is a validated set of runs.
+type simulation struct {
+	cfgs      []simulator.Config
+	workloads []simulator.Workload
+	catalog   simulator.Catalog
+}
+
+func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
+	s, err := prepareSimulation(cmd, f)
+	if err != nil {
+		return usageError{err}
+	}
+	results, err := runAll(s, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	rep := simulator.NewReport(results)
+	out := cmd.OutOrStdout()
+	switch f.output {
+	case "json":
+		err = rep.WriteJSON(out)
+	case "csv":
+		err = rep.WriteCSV(out)
+	default:
+		err = rep.WriteTable(out)
+	}
+	if err != nil {
+		return err
+	}
+	if f.perJob != "" {
+		if err := writeFile(f.perJob, func(w io.Writer) error { return simulator.WritePerJob(w, results) }); err != nil {
+			return err
+		}
+	}
+	if f.plot != "" {
+		return writePlots(f.plot, s.workloads, results)
+	}
+	return nil
+}
+
+func prepareSimulation(cmd *cobra.Command, f *simulateFlags) (*simulation, error) {
+	changed := cmd.Flags().Changed
+	if changed("rate-limit") && changed("interval") {
+		return nil, errors.New("--rate-limit and --interval exclude each other: choose event-driven or fixed-interval rescheduling")
+	}
+	switch f.output {
+	case "table", "json", "csv":
+	default:
+		return nil, fmt.Errorf("--output %q: want table, json or csv", f.output)
+	}
+	tiresias := algorithm.DefaultTiresias()
+	switch f.baseline {
+	case "":
+	case "pollux-artifact":
+		tiresias = algorithm.PolluxArtifactTiresias()
+		if !changed("nodes") {
+			f.nodes = 16
+		}
+		if !changed("gpus-per-node") {
+			f.gpusPerNode = 4
+		}
+		if !changed("restart-delay") {
+			f.restartDelay = 30 * time.Second
+		}
+		if !changed("interval") && !changed("rate-limit") {
+			f.interval = time.Minute
+		}
+	default:
+		return nil, fmt.Errorf("--baseline %q: the only preset is pollux-artifact", f.baseline)
+	}
+	policies, err := parsePolicies(f.policies)
+	if err != nil {
+		return nil, err
+	}
+	cat := model.Builtin()
+	if f.profiles != "" {
+		if cat, err = model.LoadProfiles(f.profiles); err != nil {
+			return nil, err
+		}
+	}
+	s := &simulation{catalog: simulator.ModelCatalog(cat)}
+	for _, p := range policies {
+		cfg := simulator.Config{Policy: p, Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, RestartDelay: f.restartDelay,
+			RateLimit: f.rateLimit, Interval: f.interval, Tiresias: tiresias}
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("invalid flags: %w", err)
+		}
+		s.cfgs = append(s.cfgs, cfg)
+	}
+	if f.workload != "" {
+		if changed("jobs") || changed("load") || changed("seed") {
+			return nil, errors.New("--jobs, --load and --seed shape the synthetic workload; they do not apply with --workload")
+		}
+		s.workloads, err = simulator.ReadWorkloads(f.workload, s.catalog)
+		return s, err
+	}
+	w, err := simulator.Generate(simulator.GenConfig{Jobs: f.jobs, Load: f.load, Seed: f.seed,
+		GPUsPerNode: f.gpusPerNode, MaxGPUs: f.nodes * f.gpusPerNode}, s.catalog, simulator.Batches(cat))
+	if err != nil {
+		return nil, fmt.Errorf("invalid flags: %w", err)
+	}
+	s.workloads = []simulator.Workload{w}
+	return s, nil
+}
+
+func parsePolicies(list string) ([]string, error) {
+	if strings.EqualFold(strings.TrimSpace(list), "all") {
+		return algorithm.Names(), nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range strings.Split(list, ",") {
+		c, err := algorithm.Canonical(p)
+		if err != nil {
+			return nil, fmt.Errorf("--policy: %w", err)
+		}
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// runAll runs every (policy, workload) pair on all cores and returns the
+// results in a fixed order: workload by workload, policies in the order
+// given.
+func runAll(s *simulation, stderr io.Writer) ([]simulator.Result, error) {
+	type task struct{ cfg, w int }
+	var tasks []task
+	for w := range s.workloads {
+		for c := range s.cfgs {
+			tasks = append(tasks, task{c, w})
+		}
+	}
+	results := make([]simulator.Result, len(tasks))
+	errs := make([]error, len(tasks))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	prog := newProgress(stderr, len(tasks))
+	for range min(runtime.GOMAXPROCS(0), len(tasks)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				t := tasks[i]
+				start := time.Now()
+				r, err := simulator.Run(s.cfgs[t.cfg], s.workloads[t.w], s.catalog)
+				r.WallSeconds = time.Since(start).Seconds()
+				results[i], errs[i] = r, err
+				prog.done()
+			}
+		}()
+	}
+	for i := range tasks {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	prog.stop()
+	return results, errors.Join(errs...)
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// writePlots writes, per workload, the JCT CDF and the GPUs over time of
+// every policy.
+func writePlots(dir string, workloads []simulator.Workload, results []simulator.Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, w := range workloads {
+		var rs []simulator.Result
+		for _, r := range results {
+			if r.Workload == w.Name {
+				rs = append(rs, r)
+			}
+		}
+		cdf := filepath.Join(dir, w.Name+"-jct-cdf.svg")
+		if err := writeFile(cdf, func(out io.Writer) error {
+			return simulator.PlotJCTCDF(out, "Job completion time, "+w.Name, rs)
+		}); err != nil {
+			return err
+		}
+		gpus := filepath.Join(dir, w.Name+"-gpus.svg")
+		if err := writeFile(gpus, func(out io.Writer) error {
+			return simulator.PlotGPUs(out, "GPUs allocated, "+w.Name, rs)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// progress draws a progress bar on a terminal once a run takes over a
+// second.
+type progress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	total int
+	n     int
+	start time.Time
+	shown bool
+	on    bool
+}
+
+func newProgress(w io.Writer, total int) *progress {
+	p := &progress{w: w, total: total, start: time.Now()}
+	if f, ok := w.(*os.File); ok {
+		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
+			p.on = true
+		}
+	}
+	return p
+}
+
+func (p *progress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	if !p.on || time.Since(p.start) < time.Second {
+		return
+	}
+	const width = 30
+	fill := width * p.n / p.total
+	fmt.Fprintf(p.w, "\r[%s%s] %d/%d runs", strings.Repeat("=", fill), strings.Repeat(" ", width-fill), p.n, p.total)
+	p.shown = true
+}
+
+func (p *progress) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSimulateJSONContract(t *testing.T) {
+	code, out, stderr := run("simulate", "--policy", "FIFO,AFS-L", "--jobs", "30", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc map[string][]map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
+	}
+	keys := func(m map[string]any) []string {
+		var k []string
+		for key := range m {
+			k = append(k, key)
+		}
+		sort.Strings(k)
+		return k
+	}
+	wantResult := []string{"avg_jct_s", "avg_queue_s", "eff_util", "gpu_util", "jct_over_bound", "jobs", "lower_bound_s",
+		"makespan_s", "p50_jct_s", "p99_jct_s", "policy", "rescales_per_job", "restarts_per_job", "sim_wall_s", "workload"}
+	wantMean := []string{"avg_jct_s", "lower_bound_s", "makespan_s", "p99_jct_s", "policy", "workloads"}
+	if len(doc["results"]) != 2 || len(doc["mean"]) != 2 {
+		t.Fatalf("got %d results and %d means, want 2 and 2", len(doc["results"]), len(doc["mean"]))
+	}
+	if diff := cmp.Diff(wantResult, keys(doc["results"][0])); diff != "" {
+		t.Errorf("result keys (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantMean, keys(doc["mean"][0])); diff != "" {
+		t.Errorf("mean keys (-want,+got):\n%s", diff)
+	}
+	if doc["results"][0]["policy"] != "FIFO" || doc["results"][1]["policy"] != "AFS-L" {
+		t.Errorf("policies out of order: %v", doc["results"])
+	}
+}
+
+func TestSimulateIsDeterministic(t *testing.T) {
+	args := []string{"simulate", "--jobs", "40", "--seed", "3", "--output", "csv"}
+	_, first, _ := run(args...)
+	_, second, _ := run(args...)
+	strip := func(s string) string { // drop sim_wall_s, the one non-deterministic column
+		var lines []string
+		for _, l := range strings.Split(s, "\n") {
+			if i := strings.LastIndex(l, ","); i >= 0 {
+				l = l[:i]
+			}
+			lines = append(lines, l)
+		}
+		return strings.Join(lines, "\n")
+	}
+	if strip(first) != strip(second) || len(first) == 0 {
+		t.Errorf("two runs differ:\n%s\n%s", first, second)
+	}
+}
+
+func TestSimulateWritesPerJobAndPlots(t *testing.T) {
+	dir := t.TempDir()
+	perJob := filepath.Join(dir, "jobs.csv")
+	code, out, stderr := run("simulate", "--policy", "ElasticFIFO", "--jobs", "12", "--per-job", perJob, "--plot", filepath.Join(dir, "plots"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "ElasticFIFO") {
+		t.Errorf("table does not name the policy:\n%s", out)
+	}
+	raw, err := os.ReadFile(perJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(raw), "\n"); lines != 13 {
+		t.Errorf("per-job file has %d lines, want a header and 12 jobs", lines)
+	}
+	plots, _ := filepath.Glob(filepath.Join(dir, "plots", "*.svg"))
+	if len(plots) != 2 {
+		t.Fatalf("plots: %v", plots)
+	}
+	for _, p := range plots {
+		svg, _ := os.ReadFile(p)
+		if !strings.HasPrefix(string(svg), "<svg") || !strings.Contains(string(svg), "ElasticFIFO") {
+			t.Errorf("%s is not an SVG naming the policy", p)
+		}
+	}
+}
+
+func TestSimulateBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("name,time,application,num_replicas,batch_size\na,1,cifar10,2,128\nb,2,gpt9,1,8\n"), 0o644)
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"unknown policy":       {[]string{"--policy", "lottery"}, `unknown policy "lottery"`},
+		"both triggers":        {[]string{"--rate-limit", "10s", "--interval", "60s"}, "exclude each other"},
+		"negative nodes":       {[]string{"--nodes", "-1"}, "nodes is -1"},
+		"absurd load":          {[]string{"--load", "0"}, "load is 0"},
+		"bad output":           {[]string{"--output", "xml"}, `--output "xml"`},
+		"bad baseline":         {[]string{"--baseline", "slurm"}, "the only preset is pollux-artifact"},
+		"missing profiles":     {[]string{"--profiles", filepath.Join(dir, "nope")}, "nope"},
+		"missing workload":     {[]string{"--workload", filepath.Join(dir, "nope.csv")}, "nope.csv"},
+		"unknown application":  {[]string{"--workload", bad}, `bad.csv:3: application "gpt9"`},
+		"synthetic flags":      {[]string{"--workload", bad, "--jobs", "5"}, "do not apply with --workload"},
+		"not a duration":       {[]string{"--restart-delay", "soon"}, "restart-delay"},
+		"negative restart":     {[]string{"--restart-delay", "-5s"}, "restart delay -5s"},
+		"unexpected arguments": {[]string{"extra"}, "unknown command"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, out, stderr := run(append([]string{"simulate"}, tc.args...)...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2 (stderr %q)", code, stderr)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q does not contain %q", stderr, tc.want)
+			}
+			if out != "" {
+				t.Errorf("printed results on bad input: %q", out)
+			}
+		})
+	}
+}

@@ -1,0 +1,114 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vodascheduler/voda/pkg/api"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// perfect scales linearly: one step takes 1/n seconds on n GPUs.
+func perfect(shape []int) float64 {
+	n := 0
+	for _, g := range shape {
+		n += g
+	}
+	return 1 / float64(n)
+}
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func nodes(names ...api.NodeName) []api.NodeName { return names }
+
+func TestJobFinishesAfterRestartDelayAndWork(t *testing.T) {
+	c := New(30 * time.Second)
+	if err := c.Add(Job{ID: "a", Steps: 100, StepSeconds: perfect}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, c.Apply(api.Action{Kind: api.ActionStart, Job: "a", To: 2, Nodes: nodes("n1", "n1")}, t0))
+	got, ok := c.NextFinish()
+	if want := at(30*time.Second + 50*time.Second); !ok || !got.Equal(want) {
+		t.Fatalf("NextFinish = %v, %v; want %v", got, ok, want)
+	}
+	if c.Allocated() != 2 {
+		t.Errorf("allocated %d, want 2", c.Allocated())
+	}
+	if ids := c.Finished(at(79 * time.Second)); len(ids) != 0 {
+		t.Errorf("finished early: %v", ids)
+	}
+	if diff := cmp.Diff([]api.JobID{"a"}, c.Finished(at(80*time.Second))); diff != "" {
+		t.Errorf("(-want,+got):\n%s", diff)
+	}
+	if c.Allocated() != 0 {
+		t.Errorf("allocated %d after finishing, want 0", c.Allocated())
+	}
+}
+
+func TestHaltKeepsProgressAndEveryChangeRestarts(t *testing.T) {
+	c := New(10 * time.Second)
+	must(t, c.Add(Job{ID: "a", Steps: 100, StepSeconds: perfect}))
+	must(t, c.Apply(api.Action{Kind: api.ActionStart, Job: "a", To: 1, Nodes: nodes("n1")}, t0))
+	// 10 s idle, then 40 steps by 50 s.
+	must(t, c.Apply(api.Action{Kind: api.ActionHalt, Job: "a", From: 1}, at(50*time.Second)))
+	if got := c.Remaining("a", at(time.Hour)); got != 60 {
+		t.Errorf("remaining after halt %v, want 60", got)
+	}
+	if _, ok := c.NextFinish(); ok {
+		t.Error("a halted job has a predicted finish")
+	}
+	// Resume on 4 GPUs across two nodes: 10 s idle, then 60 × 0.25 s.
+	must(t, c.Apply(api.Action{Kind: api.ActionStart, Job: "a", To: 4, Nodes: nodes("n1", "n1", "n2", "n2")}, at(100*time.Second)))
+	if got, _ := c.NextFinish(); !got.Equal(at(125 * time.Second)) {
+		t.Errorf("finish %v, want +125s", got.Sub(t0))
+	}
+	// A migration at 115 s (5 of 15 s of work done: 20 steps) idles it again.
+	must(t, c.Apply(api.Action{Kind: api.ActionMigrate, Job: "a", From: 4, To: 4, Nodes: nodes("n3", "n3", "n2", "n2")}, at(115*time.Second)))
+	if got, _ := c.NextFinish(); !got.Equal(at(115*time.Second + 10*time.Second + 10*time.Second)) {
+		t.Errorf("finish after migration %v, want +135s", got.Sub(t0))
+	}
+}
+
+func TestApplyRejectsBadActions(t *testing.T) {
+	c := New(0)
+	must(t, c.Add(Job{ID: "a", Steps: 1, StepSeconds: perfect}))
+	cases := map[string]api.Action{
+		"unknown job":           {Kind: api.ActionStart, Job: "zz", To: 1, Nodes: nodes("n1")},
+		"nodes do not match":    {Kind: api.ActionStart, Job: "a", To: 2, Nodes: nodes("n1")},
+		"unknown kind":          {Kind: "Explode", Job: "a", To: 1, Nodes: nodes("n1")},
+		"no throughput on zero": {Kind: api.ActionStart, Job: "a", To: 0},
+	}
+	for name, a := range cases {
+		if err := c.Apply(a, t0); err == nil {
+			t.Errorf("%s: accepted %+v", name, a)
+		}
+	}
+	if err := c.Add(Job{ID: "a", Steps: 1, StepSeconds: perfect}); err == nil {
+		t.Error("added a job twice")
+	}
+	if err := c.Add(Job{ID: "b", Steps: 0, StepSeconds: perfect}); err == nil {
+		t.Error("added a job with no work")
+	}
+}
+
+func TestShapes(t *testing.T) {
+	if diff := cmp.Diff([]int{3, 1}, Shape(nodes("b", "a", "b", "b"))); diff != "" {
+		t.Errorf("Shape (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{4, 4, 2}, PackedShape(10, 4)); diff != "" {
+		t.Errorf("PackedShape (-want,+got):\n%s", diff)
+	}
+	if PackedShape(0, 4) != nil {
+		t.Error("PackedShape(0) is not empty")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,201 @@
+package simulator
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+)
+
+// Summary is one run's metrics, as printed by `voda simulate --output json`.
+type Summary struct {
+	Policy         string  `json:"policy"`
+	Workload       string  `json:"workload"`
+	Jobs           int     `json:"jobs"`
+	AvgJCT         float64 `json:"avg_jct_s"`
+	P50JCT         float64 `json:"p50_jct_s"`
+	P99JCT         float64 `json:"p99_jct_s"`
+	Makespan       float64 `json:"makespan_s"`
+	AvgQueue       float64 `json:"avg_queue_s"`
+	GPUUtil        float64 `json:"gpu_util"`
+	EffUtil        float64 `json:"eff_util"`
+	RescalesPerJob float64 `json:"rescales_per_job"`
+	RestartsPerJob float64 `json:"restarts_per_job"`
+	LowerBound     float64 `json:"lower_bound_s"`
+	JCTOverBound   float64 `json:"jct_over_bound"`
+	SimWall        float64 `json:"sim_wall_s"`
+}
+
+// Mean averages one policy's summaries over workloads.
+type Mean struct {
+	Policy     string  `json:"policy"`
+	Workloads  int     `json:"workloads"`
+	AvgJCT     float64 `json:"avg_jct_s"`
+	P99JCT     float64 `json:"p99_jct_s"`
+	Makespan   float64 `json:"makespan_s"`
+	LowerBound float64 `json:"lower_bound_s"`
+}
+
+// Report is the whole output of a simulation command.
+type Report struct {
+	Results []Summary `json:"results"`
+	Mean    []Mean    `json:"mean"`
+}
+
+// Summarise computes a run's metrics.
+func Summarise(r Result) Summary {
+	s := Summary{Policy: r.Policy, Workload: r.Workload, Jobs: len(r.Jobs), Makespan: r.Makespan,
+		LowerBound: r.LowerBound, SimWall: r.WallSeconds}
+	if len(r.Jobs) == 0 {
+		return s
+	}
+	jcts := make([]float64, 0, len(r.Jobs))
+	var gpuSec float64
+	for _, j := range r.Jobs {
+		jcts = append(jcts, j.JCT)
+		s.AvgJCT += j.JCT
+		s.AvgQueue += j.Queue
+		gpuSec += j.GPUSeconds
+		s.RescalesPerJob += float64(j.Rescales)
+		s.RestartsPerJob += float64(j.Restarts)
+	}
+	n := float64(len(r.Jobs))
+	s.AvgJCT /= n
+	s.AvgQueue /= n
+	s.RescalesPerJob /= n
+	s.RestartsPerJob /= n
+	slices.Sort(jcts)
+	s.P50JCT, s.P99JCT = percentile(jcts, 50), percentile(jcts, 99)
+	if capacity := float64(r.GPUs) * r.Makespan; capacity > 0 {
+		s.GPUUtil = gpuSec / capacity
+		s.EffUtil = r.UsefulGPUSeconds / capacity
+	}
+	if s.LowerBound > 0 {
+		s.JCTOverBound = s.AvgJCT / s.LowerBound
+	}
+	return s.rounded()
+}
+
+// percentile is the nearest-rank percentile of sorted values.
+func percentile(sorted []float64, p float64) float64 {
+	k := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	return sorted[max(0, min(k, len(sorted)-1))]
+}
+
+func round(x, unit float64) float64 { return math.Round(x/unit) * unit }
+
+// rounded trims noise so printed numbers are stable and readable.
+func (s Summary) rounded() Summary {
+	s.AvgJCT, s.P50JCT, s.P99JCT = round(s.AvgJCT, 0.1), round(s.P50JCT, 0.1), round(s.P99JCT, 0.1)
+	s.Makespan, s.AvgQueue, s.LowerBound = round(s.Makespan, 0.1), round(s.AvgQueue, 0.1), round(s.LowerBound, 0.1)
+	s.GPUUtil, s.EffUtil, s.JCTOverBound = round(s.GPUUtil, 1e-4), round(s.EffUtil, 1e-4), round(s.JCTOverBound, 1e-3)
+	s.RescalesPerJob, s.RestartsPerJob = round(s.RescalesPerJob, 1e-3), round(s.RestartsPerJob, 1e-3)
+	s.SimWall = round(s.SimWall, 1e-3)
+	return s
+}
+
+// NewReport summarises results and averages them per policy, keeping the
+// policies in the order they first appear.
+func NewReport(results []Result) Report {
+	var rep Report
+	idx := map[string]int{}
+	for _, r := range results {
+		s := Summarise(r)
+		rep.Results = append(rep.Results, s)
+		i, ok := idx[s.Policy]
+		if !ok {
+			i = len(rep.Mean)
+			idx[s.Policy] = i
+			rep.Mean = append(rep.Mean, Mean{Policy: s.Policy})
+		}
+		m := &rep.Mean[i]
+		m.Workloads++
+		m.AvgJCT += s.AvgJCT
+		m.P99JCT += s.P99JCT
+		m.Makespan += s.Makespan
+		m.LowerBound += s.LowerBound
+	}
+	for i := range rep.Mean {
+		m := &rep.Mean[i]
+		n := float64(m.Workloads)
+		m.AvgJCT, m.P99JCT = round(m.AvgJCT/n, 0.1), round(m.P99JCT/n, 0.1)
+		m.Makespan, m.LowerBound = round(m.Makespan/n, 0.1), round(m.LowerBound/n, 0.1)
+	}
+	return rep
+}
+
+// WriteJSON prints the report as exactly one JSON object.
+func (rep Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// WriteTable prints the report for people.
+func (rep Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POLICY\tWORKLOAD\tJOBS\tAVG JCT\tP50 JCT\tP99 JCT\tMAKESPAN\tQUEUE\tGPU UTIL\tEFF UTIL\tRESCALES/JOB\tRESTARTS/JOB\tBOUND\tJCT/BOUND\t")
+	for _, s := range rep.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.0f%%\t%.0f%%\t%.2f\t%.2f\t%s\t%.2f\t\n",
+			s.Policy, s.Workload, s.Jobs, dur(s.AvgJCT), dur(s.P50JCT), dur(s.P99JCT), dur(s.Makespan),
+			dur(s.AvgQueue), 100*s.GPUUtil, 100*s.EffUtil, s.RescalesPerJob, s.RestartsPerJob,
+			dur(s.LowerBound), s.JCTOverBound)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rep.Results) == len(rep.Mean) {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEAN OVER WORKLOADS\tWORKLOADS\tAVG JCT\tP99 JCT\tMAKESPAN\tBOUND\t")
+	for _, m := range rep.Mean {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\n", m.Policy, m.Workloads, dur(m.AvgJCT), dur(m.P99JCT), dur(m.Makespan), dur(m.LowerBound))
+	}
+	return tw.Flush()
+}
+
+// dur formats seconds for people: "4038s", "2.5h".
+func dur(sec float64) string {
+	if sec >= 10*3600 {
+		return strconv.FormatFloat(sec/3600, 'f', 1, 64) + "h"
+	}
+	return strconv.FormatFloat(sec, 'f', 0, 64) + "s"
+}
+
+// WriteCSV prints one row per run with the JSON field names as header.
+func (rep Report) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"policy", "workload", "jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "avg_queue_s",
+		"gpu_util", "eff_util", "rescales_per_job", "restarts_per_job", "lower_bound_s", "jct_over_bound", "sim_wall_s"})
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+	for _, s := range rep.Results {
+		cw.Write([]string{s.Policy, s.Workload, strconv.Itoa(s.Jobs), f(s.AvgJCT), f(s.P50JCT), f(s.P99JCT), f(s.Makespan),
+			f(s.AvgQueue), f(s.GPUUtil), f(s.EffUtil), f(s.RescalesPerJob), f(s.RestartsPerJob), f(s.LowerBound),
+			f(s.JCTOverBound), f(s.SimWall)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WritePerJob prints one row per job of every run.
+func WritePerJob(w io.Writer, results []Result) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"policy", "workload", "job", "model", "gpus_requested", "batch", "min_workers", "max_workers",
+		"submit_s", "start_s", "finish_s", "jct_s", "queue_s", "gpu_seconds", "rescales", "restarts"})
+	f := func(x float64) string { return strconv.FormatFloat(round(x, 0.001), 'f', -1, 64) }
+	for _, r := range results {
+		for _, j := range r.Jobs {
+			cw.Write([]string{r.Policy, r.Workload, j.Name, j.Model, strconv.Itoa(j.GPUs), strconv.Itoa(j.Batch),
+				strconv.Itoa(j.Min), strconv.Itoa(j.Max), f(j.Submit), f(j.Start), f(j.Finish), f(j.JCT), f(j.Queue),
+				f(j.GPUSeconds), strconv.Itoa(j.Rescales), strconv.Itoa(j.Restarts)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

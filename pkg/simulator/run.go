@@ -1,0 +1,372 @@
+package simulator
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/cluster/sim"
+	"github.com/vodascheduler/voda/pkg/scheduler"
+)
+
+// Config describes one simulated run.
+type Config struct {
+	Policy       string
+	Nodes        int
+	GPUsPerNode  int
+	RestartDelay time.Duration
+	// RateLimit applies in event-driven mode (Interval == 0).
+	RateLimit time.Duration
+	// Interval, when positive, reschedules on a fixed period instead of on
+	// events (the Pollux artifact uses 60 s).
+	Interval time.Duration
+	Tiresias algorithm.TiresiasConfig
+}
+
+// Validate reports configuration errors in user terms.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Nodes < 1 || c.Nodes > 100_000 {
+		errs = append(errs, fmt.Errorf("nodes is %d, want 1 to 100000", c.Nodes))
+	}
+	if c.GPUsPerNode < 1 || c.GPUsPerNode > 64 {
+		errs = append(errs, fmt.Errorf("gpus per node is %d, want 1 to 64", c.GPUsPerNode))
+	}
+	if c.RestartDelay < 0 || c.RestartDelay > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("restart delay %v is outside 0 to 24h", c.RestartDelay))
+	}
+	if c.RateLimit < 0 || c.RateLimit > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("rate limit %v is outside 0 to 24h", c.RateLimit))
+	}
+	if c.Interval < 0 || c.Interval > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("interval %v is outside 0 to 24h", c.Interval))
+	}
+	if _, err := algorithm.Canonical(c.Policy); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Tiresias.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// JobResult is what happened to one job.
+type JobResult struct {
+	Name        string
+	Model       string
+	GPUs, Batch int
+	Min, Max    int
+	Submit      float64 // seconds from the trace start
+	Start       float64 // first start
+	Finish      float64
+	JCT         float64
+	Queue       float64 // first start − submit
+	GPUSeconds  float64
+	Rescales    int
+	Restarts    int
+}
+
+// Point is the number of GPUs allocated from time T (seconds) on.
+type Point struct {
+	T    float64
+	GPUs int
+}
+
+// Result is the outcome of one run.
+type Result struct {
+	Policy, Workload string
+	Jobs             []JobResult
+	Timeline         []Point
+	GPUs             int
+	Makespan         float64
+	// UsefulGPUSeconds is Σ work × one-GPU step time: GPU-seconds weighted
+	// by each job's scaling efficiency.
+	UsefulGPUSeconds float64
+	LowerBound       float64
+	WallSeconds      float64
+}
+
+// epoch anchors virtual time; any fixed instant would do.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type virtualClock struct{ t time.Time }
+
+func (c *virtualClock) Now() time.Time { return c.t }
+
+// jobInfo is the simulator's oracle knowledge of a job.
+type jobInfo struct {
+	Job
+	model   Model
+	steps   float64
+	oneGPU  float64 // seconds per step on one GPU
+	spec    api.JobSpec
+	speedup algorithm.Speedup
+}
+
+// Run simulates one workload under cfg.
+func Run(cfg Config, w Workload, cat Catalog) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	r, err := newRun(cfg, w, cat)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := r.loop(); err != nil {
+		return Result{}, fmt.Errorf("%s on %s: %w", cfg.Policy, w.Name, err)
+	}
+	return r.result(), nil
+}
+
+type run struct {
+	cfg      Config
+	w        Workload
+	clock    *virtualClock
+	engine   *scheduler.Engine
+	cluster  *sim.Cluster
+	info     map[api.JobID]*jobInfo
+	live     map[api.JobID]*jobInfo // arrived, not finished
+	next     int                    // next arrival
+	done     int
+	finish   map[api.JobID]float64
+	tl       []Point
+	nextTick time.Time
+}
+
+func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
+	r := &run{cfg: cfg, w: w, clock: &virtualClock{t: epoch}, cluster: sim.New(cfg.RestartDelay),
+		info: map[api.JobID]*jobInfo{}, live: map[api.JobID]*jobInfo{}, finish: map[api.JobID]float64{}}
+	ecfg := scheduler.DefaultConfig("sim", r.clock)
+	ecfg.Policy, ecfg.RateLimit = cfg.Policy, cfg.RateLimit
+	ecfg.Algorithm.Tiresias = cfg.Tiresias
+	if cfg.Interval > 0 {
+		ecfg.RateLimit = 0
+	}
+	e, err := scheduler.New(ecfg)
+	if err != nil {
+		return nil, err
+	}
+	r.engine = e
+	for i := range cfg.Nodes {
+		n := api.Node{Name: api.NodeName(fmt.Sprintf("node-%03d", i)), GPUs: cfg.GPUsPerNode}
+		if err := e.Step(scheduler.NodeSet{Node: n}); err != nil {
+			return nil, err
+		}
+	}
+	total := cfg.Nodes * cfg.GPUsPerNode
+	for _, j := range w.Jobs {
+		ji, err := r.prepare(j, cat, total)
+		if err != nil {
+			return nil, fmt.Errorf("workload %s, job %s: %w", w.Name, j.Name, err)
+		}
+		r.info[api.JobID(j.Name)] = ji
+	}
+	return r, nil
+}
+
+// prepare derives a job's worker range and oracle curves. Worker range:
+// min 1, max the largest count whose per-GPU batch stays at or above the
+// model's minimum (capped at 64 and at the cluster), requested the
+// workload's count.
+func (r *run) prepare(j Job, cat Catalog, total int) (*jobInfo, error) {
+	m, err := cat.Lookup(j.Model)
+	if err != nil {
+		return nil, err
+	}
+	ji := &jobInfo{Job: j, model: m, steps: m.Steps(j.Batch)}
+	ji.oneGPU = m.StepSeconds([]int{1}, j.Batch)
+	if !(ji.steps > 0) || !(ji.oneGPU > 0) || math.IsInf(ji.steps, 0) || math.IsInf(ji.oneGPU, 0) {
+		return nil, fmt.Errorf("model %s has no throughput or work at batch %d", j.Model, j.Batch)
+	}
+	hi := max(min(m.MaxWorkers(j.Batch), total), 1)
+	req := j.GPUs
+	if req > total {
+		return nil, fmt.Errorf("requests %d GPUs, the cluster has %d", req, total)
+	}
+	hi = max(hi, req)
+	ji.spec = api.JobSpec{MinWorkers: 1, MaxWorkers: hi, RequestedWorkers: req}
+	if m.MaxWorkers(j.Batch) <= 1 && req == 1 {
+		ji.spec.MaxWorkers = 1
+	}
+	curve := make([]float64, hi+1)
+	for n := 1; n <= hi; n++ {
+		curve[n] = ji.oneGPU / m.StepSeconds(sim.PackedShape(n, r.cfg.GPUsPerNode), j.Batch)
+	}
+	ji.speedup = func(n int) float64 {
+		if n < 1 || n >= len(curve) {
+			return 0
+		}
+		return curve[n]
+	}
+	return ji, nil
+}
+
+const maxIterations = 50_000_000
+
+func (r *run) loop() error {
+	if r.cfg.Interval > 0 {
+		r.nextTick = epoch
+	}
+	for iter := 0; r.done < len(r.w.Jobs); iter++ {
+		if iter > maxIterations {
+			return errors.New("the simulation does not converge")
+		}
+		t, ok := r.nextEvent()
+		if !ok {
+			return r.stuck()
+		}
+		r.clock.t = t
+		if err := r.finishJobs(t); err != nil {
+			return err
+		}
+		if err := r.arrive(t); err != nil {
+			return err
+		}
+		if err := r.maybeSchedule(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nextEvent is the earliest of the next arrival, the next completion, and
+// the next rescheduling.
+func (r *run) nextEvent() (time.Time, bool) {
+	var best time.Time
+	ok := false
+	consider := func(t time.Time) {
+		if !ok || t.Before(best) {
+			best, ok = t, true
+		}
+	}
+	if r.next < len(r.w.Jobs) {
+		consider(epoch.Add(r.w.Jobs[r.next].Submit))
+	}
+	if t, found := r.cluster.NextFinish(); found {
+		consider(t)
+	}
+	if r.cfg.Interval > 0 {
+		if ok || r.active() {
+			consider(r.nextTick)
+		}
+	} else if t, found := r.engine.Due(); found {
+		consider(later(t, r.clock.t))
+	}
+	return best, ok
+}
+
+func (r *run) active() bool { return r.next-r.done > 0 }
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func (r *run) seconds(t time.Time) float64 { return t.Sub(epoch).Seconds() }
+
+func (r *run) finishJobs(t time.Time) error {
+	ids := r.cluster.Finished(t)
+	for _, id := range ids {
+		if err := r.engine.Step(scheduler.JobCompleted{ID: id}); err != nil {
+			return err
+		}
+		r.finish[id] = r.seconds(t)
+		delete(r.live, id)
+		r.done++
+	}
+	if len(ids) > 0 {
+		r.record(t)
+	}
+	return nil
+}
+
+func (r *run) arrive(t time.Time) error {
+	for r.next < len(r.w.Jobs) && !epoch.Add(r.w.Jobs[r.next].Submit).After(t) {
+		j := r.w.Jobs[r.next]
+		ji := r.info[api.JobID(j.Name)]
+		r.next++
+		r.live[api.JobID(j.Name)] = ji
+		m, batch := ji.model, j.Batch
+		if err := r.cluster.Add(sim.Job{ID: api.JobID(j.Name), Steps: ji.steps,
+			StepSeconds: func(shape []int) float64 { return m.StepSeconds(shape, batch) }}); err != nil {
+			return err
+		}
+		ev := scheduler.JobSubmitted{ID: api.JobID(j.Name), Spec: ji.spec,
+			Remaining: ji.steps * ji.oneGPU, Speedup: ji.speedup}
+		if err := r.engine.Step(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) maybeSchedule(t time.Time) error {
+	if r.cfg.Interval > 0 {
+		if t.Before(r.nextTick) {
+			return nil
+		}
+		for !r.nextTick.After(t) {
+			r.nextTick = r.nextTick.Add(r.cfg.Interval)
+		}
+	} else if due, ok := r.engine.Due(); !ok || due.After(t) {
+		return nil
+	}
+	if readsRemaining(r.engine.Policy()) {
+		// Oracle information: the true remaining time at one GPU. The
+		// order of these updates does not matter.
+		for id, ji := range r.live {
+			rem := r.cluster.Remaining(id, t) * ji.oneGPU
+			if err := r.engine.Step(scheduler.Progress{ID: id, Remaining: max(rem, 1e-9)}); err != nil {
+				return err
+			}
+		}
+	}
+	plan, err := r.engine.Tick()
+	if err != nil {
+		return err
+	}
+	for _, a := range plan.Actions {
+		if err := r.cluster.Apply(a, t); err != nil {
+			return fmt.Errorf("apply %s: %w", a, err)
+		}
+	}
+	if len(plan.Actions) > 0 {
+		r.record(t)
+	}
+	return nil
+}
+
+// readsRemaining reports whether a policy looks at remaining time.
+func readsRemaining(policy string) bool {
+	switch policy {
+	case algorithm.NameSRJF, algorithm.NameElasticSRJF, algorithm.NameAFSL:
+		return true
+	}
+	return false
+}
+
+func (r *run) record(t time.Time) {
+	p := Point{T: r.seconds(t), GPUs: r.cluster.Allocated()}
+	if k := len(r.tl); k > 0 && r.tl[k-1].T == p.T {
+		r.tl[k-1] = p
+		return
+	}
+	r.tl = append(r.tl, p)
+}
+
+// stuck explains why jobs can never finish.
+func (r *run) stuck() error {
+	total := r.cfg.Nodes * r.cfg.GPUsPerNode
+	for _, j := range r.engine.Jobs() {
+		if j.Phase == api.PhaseWaiting {
+			return fmt.Errorf("%d jobs never finish: %s waits for %d GPUs on a cluster of %d (%s)",
+				len(r.w.Jobs)-r.done, j.ID, j.Spec.MinWorkers, total, j.Message)
+		}
+	}
+	return fmt.Errorf("%d jobs never finish", len(r.w.Jobs)-r.done)
+}

@@ -1,0 +1,193 @@
+package simulator
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vodascheduler/voda/pkg/algorithm"
+)
+
+// fakeModel scales perfectly inside a node and loses a fifth of its speed
+// once it spans nodes. One step takes 1 s on one GPU.
+type fakeModel struct{ steps float64 }
+
+func (m fakeModel) StepSeconds(shape []int, _ int) float64 {
+	n := 0
+	for _, g := range shape {
+		n += g
+	}
+	t := 1 / float64(n)
+	if len(shape) > 1 {
+		t *= 1.25
+	}
+	return t
+}
+func (m fakeModel) Steps(int) float64  { return m.steps }
+func (m fakeModel) MaxWorkers(int) int { return 8 }
+
+type fakeCatalog map[string]Model
+
+func (c fakeCatalog) Lookup(name string) (Model, error) {
+	if m, ok := c[name]; ok {
+		return m, nil
+	}
+	return nil, fmt.Errorf("unknown model %q", name)
+}
+
+var cat = fakeCatalog{"toy": fakeModel{steps: 1000}, "big": fakeModel{steps: 100000}}
+
+func config(policy string) Config {
+	return Config{Policy: policy, Nodes: 2, GPUsPerNode: 4, RestartDelay: 30 * time.Second,
+		RateLimit: 30 * time.Second, Tiresias: algorithm.DefaultTiresias()}
+}
+
+func workload(jobs ...Job) Workload {
+	sortJobs(jobs)
+	return Workload{Name: "w", Jobs: jobs}
+}
+
+func TestSingleJobRunsAtTheExpectedSpeed(t *testing.T) {
+	cases := map[string]struct {
+		policy string
+		want   float64
+	}{
+		// FIFO runs the requested 2 GPUs: 30 s restart + 1000 × 0.5 s.
+		"rigid at its requested size": {"FIFO", 530},
+		// ElasticFIFO grows it to its maximum of 8 on two nodes:
+		// 30 s + 1000 × 1.25/8 s.
+		"elastic at its maximum": {"ElasticFIFO", 30 + 1000*1.25/8},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			res, err := Run(config(tc.policy), workload(Job{Name: "a", Model: "toy", GPUs: 2, Batch: 1}), cat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Jobs[0].JCT; got < tc.want-1e-6 || got > tc.want+1e-6 {
+				t.Errorf("JCT %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIntervalModeWaitsForTheNextRound(t *testing.T) {
+	cfg := config("FIFO")
+	cfg.Interval = 60 * time.Second
+	res, err := Run(cfg, workload(Job{Name: "a", Model: "toy", GPUs: 4, Batch: 1, Submit: 10 * time.Second}), cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Arrives at 10 s, scheduled at 60 s, 30 s restart, 1000 × 0.25 s.
+	if got, want := res.Jobs[0].JCT, 50.0+30+250; got < want-1e-6 || got > want+1e-6 {
+		t.Errorf("JCT %v, want %v", got, want)
+	}
+}
+
+func TestRunIsDeterministic(t *testing.T) {
+	var jobs []Job
+	for i := range 40 {
+		jobs = append(jobs, Job{Name: fmt.Sprintf("j%02d", i), Model: []string{"toy", "big"}[i%2],
+			GPUs: 1 + i%4, Batch: 1, Submit: time.Duration(i*37%300) * time.Second})
+	}
+	w := workload(jobs...)
+	for _, p := range algorithm.Names() {
+		a, err := Run(config(p), w, cat)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		b, err := Run(config(p), w, cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(a, b); diff != "" {
+			t.Fatalf("%s: two runs differ (-first,+second):\n%s", p, diff)
+		}
+		s := Summarise(a)
+		if s.Jobs != 40 || !(s.AvgJCT >= s.LowerBound) || s.GPUUtil <= 0 || s.GPUUtil > 1 || s.EffUtil > s.GPUUtil+1e-9 {
+			t.Errorf("%s: implausible summary %+v", p, s)
+		}
+	}
+}
+
+func TestJobTooBigForTheClusterIsAnError(t *testing.T) {
+	_, err := Run(config("FIFO"), workload(Job{Name: "huge", Model: "toy", GPUs: 9, Batch: 1}), cat)
+	if err == nil || !strings.Contains(err.Error(), "requests 9 GPUs, the cluster has 8") {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	bad := config("FIFO")
+	bad.Nodes, bad.GPUsPerNode, bad.RestartDelay, bad.Policy = 0, 0, -time.Second, "nope"
+	err := bad.Validate()
+	for _, want := range []string{"nodes is 0", "gpus per node is 0", "restart delay -1s", `unknown policy "nope"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not mention %q", err, want)
+		}
+	}
+}
+
+func TestSRPTMeanFlow(t *testing.T) {
+	cases := map[string]struct {
+		tasks []srptTask
+		want  float64
+	}{
+		"a short job preempts a long one": {[]srptTask{{0, 10}, {1, 2}}, (12.0 + 2) / 2},
+		"idle gap between jobs":           {[]srptTask{{0, 1}, {5, 1}}, 1},
+		"same release, shortest first":    {[]srptTask{{0, 3}, {0, 1}, {0, 2}}, (1.0 + 3 + 6) / 3},
+		"nothing":                         {nil, 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := srptMeanFlow(tc.tasks); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseWorkloadErrors(t *testing.T) {
+	const head = "name,time,application,num_replicas,batch_size\n"
+	cases := map[string]struct{ text, want string }{
+		"bad header":          {"a,b\n", "1: header is"},
+		"wrong field count":   {head + "a,1,toy,1\n", "2: 4 fields, want 5"},
+		"bad time":            {head + "a,soon,toy,1,1\n", `2: time "soon"`},
+		"negative replicas":   {head + "a,1,toy,-1,1\n", `2: num_replicas "-1"`},
+		"bad batch":           {head + "a,1,toy,1,x\n", `2: batch_size "x"`},
+		"unknown application": {head + "a,1,gpt9,1,1\n", `2: application "gpt9": unknown model "gpt9"`},
+		"duplicate name":      {head + "a,1,toy,1,1\na,2,toy,1,1\n", `3: job "a" already appears on line 2`},
+		"empty":               {head, "no jobs"},
+		"unterminated quote":  {head + "\"a,1,toy,1,1\n", "extraneous or missing"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseWorkload(strings.NewReader(tc.text), "w", cat)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzParseWorkload(f *testing.F) {
+	f.Add("name,time,application,num_replicas,batch_size\na,1,toy,2,4\n")
+	f.Add("name,time,application,num_replicas,batch_size\na,1e9,big,1,1\nb,0,toy,3,1\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		w, err := ParseWorkload(strings.NewReader(text), "w", cat)
+		if err != nil {
+			return
+		}
+		if len(w.Jobs) == 0 {
+			t.Fatal("a parsed workload has no jobs")
+		}
+		for _, j := range w.Jobs {
+			if j.GPUs < 1 || j.Batch < 1 || j.Submit < 0 {
+				t.Fatalf("accepted a bad job %+v", j)
+			}
+		}
+	})
+}

@@ -1,0 +1,190 @@
+package simulator
+
+import (
+	"cmp"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Model is what the simulator needs from a model catalog entry.
+type Model interface {
+	// StepSeconds is the time of one optimizer step at a global batch on a
+	// placement with shape[i] GPUs on node i.
+	StepSeconds(shape []int, batch int) float64
+	// Steps is the work to finish at a fixed global batch.
+	Steps(batch int) float64
+	// MaxWorkers is the largest useful GPU count at a global batch.
+	MaxWorkers(batch int) int
+}
+
+// Catalog finds models by name.
+type Catalog interface {
+	Lookup(name string) (Model, error)
+}
+
+// Job is one job of a workload.
+type Job struct {
+	Name   string
+	Submit time.Duration // from the start of the trace
+	Model  string
+	GPUs   int // the size a rigid scheduler gives it
+	Batch  int // global batch size, fixed for the whole run
+}
+
+// Workload is a named list of jobs, sorted by submission time then name.
+type Workload struct {
+	Name string
+	Jobs []Job
+}
+
+// maxJobs bounds a workload so a malformed or hostile file cannot exhaust
+// memory.
+const maxJobs = 1_000_000
+
+// ReadWorkload reads a Pollux-artifact workload CSV
+// (name,time,application,num_replicas,batch_size). Errors name the file
+// and line. Every application must be in the catalog.
+func ReadWorkload(path string, cat Catalog) (Workload, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Workload{}, fmt.Errorf("workload: %w", err)
+	}
+	defer f.Close()
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	w, err := ParseWorkload(f, name, cat)
+	if err != nil {
+		return Workload{}, fmt.Errorf("%s:%w", path, err)
+	}
+	return w, nil
+}
+
+var header = []string{"name", "time", "application", "num_replicas", "batch_size"}
+
+// ParseWorkload parses a workload CSV from r. Errors start with the line
+// number ("3: …").
+func ParseWorkload(r io.Reader, name string, cat Catalog) (Workload, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	w := Workload{Name: name}
+	seen := map[string]int{}
+	for line := 1; ; line++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				return Workload{}, fmt.Errorf("%d: %v", pe.Line, pe.Err)
+			}
+			return Workload{}, fmt.Errorf("%d: %w", line, err)
+		}
+		if line == 1 {
+			if !slices.Equal(trimAll(rec), header) {
+				return Workload{}, fmt.Errorf("1: header is %q, want %q", strings.Join(rec, ","), strings.Join(header, ","))
+			}
+			continue
+		}
+		if len(rec) != len(header) {
+			return Workload{}, fmt.Errorf("%d: %d fields, want %d (%s)", line, len(rec), len(header), strings.Join(header, ","))
+		}
+		j, err := parseJob(trimAll(rec), cat)
+		if err != nil {
+			return Workload{}, fmt.Errorf("%d: %w", line, err)
+		}
+		if prev, dup := seen[j.Name]; dup {
+			return Workload{}, fmt.Errorf("%d: job %q already appears on line %d", line, j.Name, prev)
+		}
+		seen[j.Name] = line
+		if len(w.Jobs) >= maxJobs {
+			return Workload{}, fmt.Errorf("%d: more than %d jobs", line, maxJobs)
+		}
+		w.Jobs = append(w.Jobs, j)
+	}
+	if len(w.Jobs) == 0 {
+		return Workload{}, errors.New("0: the workload has no jobs")
+	}
+	sortJobs(w.Jobs)
+	return w, nil
+}
+
+func trimAll(rec []string) []string {
+	out := make([]string, len(rec))
+	for i, f := range rec {
+		out[i] = strings.TrimSpace(f)
+	}
+	return out
+}
+
+func parseJob(rec []string, cat Catalog) (Job, error) {
+	j := Job{Name: rec[0], Model: rec[2]}
+	if j.Name == "" {
+		return Job{}, errors.New("name is empty")
+	}
+	sec, err := strconv.ParseFloat(rec[1], 64)
+	if err != nil || sec < 0 || sec > 1e9 {
+		return Job{}, fmt.Errorf("time %q: want seconds from the trace start (0 to 1e9)", rec[1])
+	}
+	j.Submit = time.Duration(sec * float64(time.Second))
+	if j.GPUs, err = strconv.Atoi(rec[3]); err != nil || j.GPUs < 1 || j.GPUs > 100_000 {
+		return Job{}, fmt.Errorf("num_replicas %q: want a positive number of GPUs", rec[3])
+	}
+	if j.Batch, err = strconv.Atoi(rec[4]); err != nil || j.Batch < 1 || j.Batch > 100_000_000 {
+		return Job{}, fmt.Errorf("batch_size %q: want a positive global batch size", rec[4])
+	}
+	if _, err := cat.Lookup(j.Model); err != nil {
+		return Job{}, fmt.Errorf("application %q: %w", j.Model, err)
+	}
+	return j, nil
+}
+
+func sortJobs(jobs []Job) {
+	slices.SortStableFunc(jobs, func(a, b Job) int {
+		if c := cmp.Compare(a.Submit, b.Submit); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+}
+
+// ReadWorkloads reads one CSV file, or every *.csv file of a directory in
+// name order.
+func ReadWorkloads(path string, cat Catalog) ([]Workload, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	if !info.IsDir() {
+		w, err := ReadWorkload(path, cat)
+		if err != nil {
+			return nil, err
+		}
+		return []Workload{w}, nil
+	}
+	files, err := filepath.Glob(filepath.Join(path, "*.csv"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("workload: %s holds no *.csv files", path)
+	}
+	slices.Sort(files)
+	var out []Workload
+	for _, f := range files {
+		w, err := ReadWorkload(f, cat)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}

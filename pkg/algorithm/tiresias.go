@@ -113,8 +113,13 @@ func (c TiresiasConfig) AttainedService(j *Job) float64 {
 // in the original), demoted while its attained service reaches the
 // threshold of its current queue.
 func (c TiresiasConfig) QueueOf(j *Job) int {
-	q := min(j.Queue, len(c.Thresholds))
-	service := c.AttainedService(j)
+	return c.Demote(j.Queue, c.AttainedService(j))
+}
+
+// Demote returns the queue for a job recorded in queue q with the given
+// attained service; see QueueOf.
+func (c TiresiasConfig) Demote(q int, service float64) int {
+	q = min(q, len(c.Thresholds))
 	for q < len(c.Thresholds) && service >= c.Thresholds[q] {
 		q++
 	}

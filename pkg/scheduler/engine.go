@@ -59,8 +59,14 @@ type Engine struct {
 	clock     Clock
 
 	jobs   map[api.JobID]*Job
-	active []api.JobID // waiting or running jobs, sorted
+	active []*Job // waiting or running jobs, sorted by ID
 	nodes  map[api.NodeName]int
+	// sortedNodes caches Nodes(); nil when the nodes changed.
+	sortedNodes []api.Node
+	// needPlacement forces placement at the next round even if no
+	// allocation changes: after node changes, failed actions and restores,
+	// current placements may name lost nodes or overlap.
+	needPlacement bool
 
 	now          time.Time // time of the last accounting
 	dirty        bool      // something changed since the last rescheduling
@@ -175,7 +181,7 @@ func (e *Engine) Step(ev Event) error {
 			return fmt.Errorf("node %s is not known", ev.Name)
 		}
 		delete(e.nodes, ev.Name)
-		e.dirty = true
+		e.sortedNodes, e.needPlacement, e.dirty = nil, true, true
 	case Progress:
 		return e.progress(ev)
 	case SetPolicy:
@@ -253,7 +259,8 @@ func (e *Engine) finish(id api.JobID, phase api.Phase, msg string) error {
 	if !j.active() {
 		return fmt.Errorf("job %s is already %s", id, j.Phase)
 	}
-	j.Phase, j.Finished, j.Message = phase, e.now, msg
+	j.Phase, j.Finished = phase, e.now
+	j.setMessage(msg)
 	j.Workers, j.Nodes = 0, nil
 	e.deactivate(id)
 	delete(e.assumed, id)
@@ -270,7 +277,7 @@ func (e *Engine) setNode(n api.Node) error {
 	}
 	if old, ok := e.nodes[n.Name]; !ok || old != n.GPUs {
 		e.nodes[n.Name] = n.GPUs
-		e.dirty = true
+		e.sortedNodes, e.needPlacement, e.dirty = nil, true, true
 	}
 	return nil
 }
@@ -292,15 +299,17 @@ func (e *Engine) progress(ev Progress) error {
 	return nil
 }
 
+func byID(j *Job, id api.JobID) int { return cmp.Compare(j.ID, id) }
+
 func (e *Engine) activate(id api.JobID) {
-	i, found := slices.BinarySearch(e.active, id)
+	i, found := slices.BinarySearchFunc(e.active, id, byID)
 	if !found {
-		e.active = slices.Insert(e.active, i, id)
+		e.active = slices.Insert(e.active, i, e.jobs[id])
 	}
 }
 
 func (e *Engine) deactivate(id api.JobID) {
-	if i, found := slices.BinarySearch(e.active, id); found {
+	if i, found := slices.BinarySearchFunc(e.active, id, byID); found {
 		e.active = slices.Delete(e.active, i, i+1)
 	}
 }
@@ -310,8 +319,8 @@ func (e *Engine) deactivate(id api.JobID) {
 func (e *Engine) advance() {
 	now := e.clock.Now()
 	if dt := now.Sub(e.now).Seconds(); dt > 0 {
-		for _, id := range e.active {
-			e.jobs[id].advance(dt)
+		for _, j := range e.active {
+			j.advance(dt)
 		}
 	}
 	if now.After(e.now) {
@@ -364,7 +373,7 @@ func (e *Engine) Restore(jobs []Job) error {
 			e.activate(r.ID)
 		}
 	}
-	e.dirty = true
+	e.dirty, e.needPlacement = true, true
 	return errors.Join(errs...)
 }
 
@@ -409,7 +418,7 @@ func (e *Engine) Tick() (api.Plan, error) {
 		e.scheduled, e.lastSchedule = true, e.now
 		return api.Plan{}, fmt.Errorf("reschedule %s: %w", e.gpuType, err)
 	}
-	e.dirty = false
+	e.dirty, e.needPlacement = false, false
 	if len(plan.Actions) > 0 {
 		// The rate limit bounds churn: only rounds that change something
 		// open a new window.
@@ -419,8 +428,14 @@ func (e *Engine) Tick() (api.Plan, error) {
 	return plan, nil
 }
 
-// nodeList returns the nodes for placement, sorted by name.
-func (e *Engine) nodeList() []api.Node { return e.Nodes() }
+// nodeList returns the nodes for placement, sorted by name; callers must not
+// modify it.
+func (e *Engine) nodeList() []api.Node {
+	if e.sortedNodes == nil {
+		e.sortedNodes = e.Nodes()
+	}
+	return e.sortedNodes
+}
 
 // forget undoes the assumption behind a failed action and asks for another
 // rescheduling.
@@ -438,7 +453,7 @@ func (e *Engine) forget(ev ActionFailed) {
 	if ev.Err != nil {
 		msg += ": " + ev.Err.Error()
 	}
-	j.Message = msg + "; retrying at the next rescheduling"
+	j.setMessage(msg + "; retrying at the next rescheduling")
 	delete(e.assumed, id)
-	e.dirty = true
+	e.dirty, e.needPlacement = true, true
 }

@@ -49,7 +49,17 @@ type Job struct {
 
 	// Message says, in words, why the job is where it is.
 	Message string
+
+	// reason, when set, stands in for Message until someone reads it.
+	reason    algorithm.Reason
+	hasReason bool
 }
+
+// setReason records the policy's reason, formatted only when read.
+func (j *Job) setReason(r algorithm.Reason) { j.reason, j.hasReason = r, true }
+
+// setMessage records a message in words.
+func (j *Job) setMessage(m string) { j.Message, j.hasReason = m, false }
 
 func (j *Job) active() bool { return j.Phase == api.PhaseWaiting || j.Phase == api.PhaseRunning }
 
@@ -90,9 +100,12 @@ func (j *Job) advance(dt float64) {
 	}
 }
 
-// clone returns a deep copy.
+// clone returns a deep copy with its message formatted.
 func (j *Job) clone() Job {
 	c := *j
 	c.Nodes = append([]api.NodeName(nil), j.Nodes...)
+	if c.hasReason {
+		c.Message, c.hasReason = c.reason.String(), false
+	}
 	return c
 }

@@ -13,12 +13,22 @@ import (
 // result against it. It changes nothing but the jobs' messages.
 func (e *Engine) plan() (api.Plan, error) {
 	snap := algorithm.Snapshot{Now: e.now, GPUs: e.GPUs(), Jobs: make([]algorithm.Job, 0, len(e.active))}
-	for _, id := range e.active {
-		snap.Jobs = append(snap.Jobs, e.jobs[id].view())
+	for _, j := range e.active {
+		snap.Jobs = append(snap.Jobs, j.view())
 	}
 	res, err := e.policy.Allocate(snap)
 	if err != nil {
 		return api.Plan{}, fmt.Errorf("policy %s: %w", e.policy.Name(), err)
+	}
+	for _, j := range e.active {
+		// Formatted only when read (see Job.clone): most rounds change
+		// few jobs, and formatting every reason dominated large rounds.
+		j.setReason(res.Reasons[j.ID])
+	}
+	if !e.needPlacement && e.unchanged(res.Allocation) {
+		// Nothing to place: placement never moves a job whose size and
+		// nodes did not change.
+		return api.Plan{Allocation: res.Allocation, Placement: e.currentPlacement()}, nil
 	}
 	in := placement.Input{Nodes: e.nodeList(), Allocation: api.Allocation{}, Current: api.Placement{}}
 	for id, n := range res.Allocation {
@@ -26,20 +36,37 @@ func (e *Engine) plan() (api.Plan, error) {
 			in.Allocation[id] = n
 		}
 	}
-	for _, id := range e.active {
-		if j := e.jobs[id]; j.Workers > 0 {
-			in.Current[id] = j.Nodes
+	for _, j := range e.active {
+		if j.Workers > 0 {
+			in.Current[j.ID] = j.Nodes
 		}
 	}
 	out, err := placement.Place(in)
 	if err != nil {
 		return api.Plan{}, fmt.Errorf("placement: %w", err)
 	}
-	plan := api.Plan{Allocation: in.Allocation, Placement: out.Placement, Actions: e.diff(res, out)}
-	for _, id := range e.active {
-		e.jobs[id].Message = res.Reasons[id].String()
+	return api.Plan{Allocation: in.Allocation, Placement: out.Placement, Actions: e.diff(res, out)}, nil
+}
+
+// unchanged reports whether an allocation gives every active job what it
+// holds now.
+func (e *Engine) unchanged(alloc api.Allocation) bool {
+	for _, j := range e.active {
+		if alloc[j.ID] != j.Workers {
+			return false
+		}
 	}
-	return plan, nil
+	return true
+}
+
+func (e *Engine) currentPlacement() api.Placement {
+	p := api.Placement{}
+	for _, j := range e.active {
+		if j.Workers > 0 {
+			p[j.ID] = j.Nodes
+		}
+	}
+	return p
 }
 
 // diff turns the difference between the current state and the decided
@@ -56,9 +83,12 @@ func (e *Engine) diff(res algorithm.Result, out placement.Output) []api.Action {
 		migrate
 	)
 	policy := e.policy.Name()
-	for _, id := range e.active {
-		j := e.jobs[id]
+	for _, j := range e.active {
+		id := j.ID
 		o, n := j.Workers, res.Allocation[id]
+		if o == n && len(out.Moves[id]) == 0 {
+			continue
+		}
 		nodes := out.Placement[id]
 		reason := policy + ": " + res.Reasons[id].String()
 		switch {
@@ -115,7 +145,7 @@ func (e *Engine) assume(plan api.Plan) {
 			j.WaitingSinceRunSeconds = 0
 			j.Phase, j.Workers, j.Nodes = api.PhaseWaiting, 0, nil
 			j.Preemptions++
-			j.Message = a.Reason
+			j.setMessage(a.Reason)
 		case api.ActionStart:
 			if j.FirstStarted.IsZero() {
 				j.FirstStarted = e.now

@@ -15,10 +15,8 @@ import (
 func (e *Engine) updateQueues() bool {
 	cfg := e.algo.Tiresias
 	changed := false
-	for _, id := range e.active {
-		j := e.jobs[id]
-		v := j.view()
-		if q := cfg.QueueOf(&v); q != j.Queue {
+	for _, j := range e.active {
+		if q := cfg.Demote(j.Queue, e.service(j)); q != j.Queue {
 			j.Queue, changed = q, true
 		}
 		if j.Phase == api.PhaseWaiting && cfg.Promote(j.Queue, j.WaitingSinceRunSeconds, j.LastRunSeconds) {
@@ -28,6 +26,17 @@ func (e *Engine) updateQueues() bool {
 	return changed
 }
 
+// service is a job's attained service under the configured measure.
+func (e *Engine) service(j *Job) float64 {
+	switch e.algo.Tiresias.Service {
+	case algorithm.ServiceTotal:
+		return j.GPUSeconds
+	case algorithm.ServiceExecutedTimesRequested:
+		return j.RunningSeconds * float64(j.Spec.Requested())
+	}
+	return j.SinceStartGPUSeconds
+}
+
 // nextQueueChange returns when the next demotion or promotion falls due,
 // computed from the rates at which the counters grow, so no polling ticker
 // is needed. It rounds up to the next millisecond so that at the returned
@@ -35,18 +44,12 @@ func (e *Engine) updateQueues() bool {
 func (e *Engine) nextQueueChange() (time.Time, bool) {
 	cfg := e.algo.Tiresias
 	best := math.Inf(1)
-	for _, id := range e.active {
-		j := e.jobs[id]
+	for _, j := range e.active {
 		switch {
 		case j.Phase == api.PhaseRunning && j.Queue < len(cfg.Thresholds):
-			var service, rate float64
-			switch cfg.Service {
-			case algorithm.ServiceTotal:
-				service, rate = j.GPUSeconds, float64(j.Workers)
-			case algorithm.ServiceExecutedTimesRequested:
-				service, rate = j.RunningSeconds*float64(j.Spec.Requested()), float64(j.Spec.Requested())
-			default:
-				service, rate = j.SinceStartGPUSeconds, float64(j.Workers)
+			service, rate := e.service(j), float64(j.Workers)
+			if cfg.Service == algorithm.ServiceExecutedTimesRequested {
+				rate = float64(j.Spec.Requested())
 			}
 			if rate > 0 {
 				best = min(best, (cfg.Thresholds[j.Queue]-service)/rate)

@@ -96,8 +96,9 @@ func pickModel(r *rand.Rand) string {
 }
 
 // pickConfig draws a (GPUs, batch) pair among the traced batch sizes and
-// useful GPU counts whose throughput per GPU, in samples a second, is 50–80%
-// of one GPU's at the smallest batch; without any, the one closest to 65%.
+// useful GPU counts whose isolated scaling efficiency — speedup over one GPU
+// at the same batch, divided by the GPU count — is between 50% and 80%, as
+// the Pollux artifact's generator did; without any, the one closest to 65%.
 func pickConfig(r *rand.Rand, name string, m Model, batches []int, cfg GenConfig) (int, int) {
 	if len(batches) == 0 {
 		return 1, 1
@@ -105,14 +106,13 @@ func pickConfig(r *rand.Rand, name string, m Model, batches []int, cfg GenConfig
 	if name == "ncf" {
 		return 1, batches[len(batches)-1]
 	}
-	b0 := batches[0]
-	base := float64(b0) / m.StepSeconds([]int{1}, b0)
 	type pair struct{ n, b int }
 	var good []pair
-	closest, gap := pair{1, b0}, math.Inf(1)
+	closest, gap := pair{1, batches[0]}, math.Inf(1)
 	for _, b := range batches {
-		for n := 1; n <= min(m.MaxWorkers(b), cfg.MaxGPUs); n++ {
-			eff := float64(b) / m.StepSeconds(sim.PackedShape(n, cfg.GPUsPerNode), b) / (float64(n) * base)
+		one := m.StepSeconds([]int{1}, b)
+		for n := 2; n <= min(m.MaxWorkers(b), cfg.MaxGPUs); n++ {
+			eff := one / m.StepSeconds(sim.PackedShape(n, cfg.GPUsPerNode), b) / float64(n)
 			if eff >= 0.5 && eff <= 0.8 {
 				good = append(good, pair{n, b})
 			}

@@ -279,42 +279,79 @@ func writePlots(dir string, workloads []simulator.Workload, results []simulator.
 	return nil
 }
 
-// progress draws a progress bar on a terminal once a run takes over a
-// second.
+// progress draws a progress bar on a terminal once the runs have taken more
+// than a second, repainting a few times a second until stopped.
 type progress struct {
-	mu    sync.Mutex
-	w     io.Writer
-	total int
-	n     int
-	start time.Time
-	shown bool
-	on    bool
+	mu       sync.Mutex
+	w        io.Writer
+	total    int
+	n        int
+	shown    bool
+	quit     chan struct{}
+	finished chan struct{}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
 func newProgress(w io.Writer, total int) *progress {
-	p := &progress{w: w, total: total, start: time.Now()}
-	if f, ok := w.(*os.File); ok {
-		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
-			p.on = true
-		}
+	return startProgress(w, total, isTerminal(w), time.Second, 250*time.Millisecond)
+}
+
+func startProgress(w io.Writer, total int, on bool, delay, every time.Duration) *progress {
+	p := &progress{w: w, total: total, quit: make(chan struct{}), finished: make(chan struct{})}
+	if !on {
+		close(p.finished)
+		return p
 	}
+	go func() {
+		defer close(p.finished)
+		select {
+		case <-time.After(delay):
+		case <-p.quit:
+			return
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			p.paint()
+			select {
+			case <-t.C:
+			case <-p.quit:
+				p.paint()
+				return
+			}
+		}
+	}()
 	return p
 }
 
-func (p *progress) done() {
+func (p *progress) paint() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.n++
-	if !p.on || time.Since(p.start) < time.Second {
-		return
-	}
 	const width = 30
-	fill := width * p.n / p.total
+	fill := width * p.n / max(p.total, 1)
 	fmt.Fprintf(p.w, "\r[%s%s] %d/%d runs", strings.Repeat("=", fill), strings.Repeat(" ", width-fill), p.n, p.total)
 	p.shown = true
 }
 
+// done counts one finished run.
+func (p *progress) done() {
+	p.mu.Lock()
+	p.n++
+	p.mu.Unlock()
+}
+
+// stop ends the bar and its line.
 func (p *progress) stop() {
+	close(p.quit)
+	<-p.finished
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.shown {

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -128,5 +130,50 @@ func TestSimulateBadInput(t *testing.T) {
 				t.Errorf("printed results on bad input: %q", out)
 			}
 		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the progress goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestProgressBarAppearsOnlyAfterTheDelay(t *testing.T) {
+	var quick syncBuffer
+	p := startProgress(&quick, 4, true, time.Hour, time.Millisecond)
+	p.done()
+	p.stop()
+	if quick.String() != "" {
+		t.Errorf("a fast run drew a bar: %q", quick.String())
+	}
+	var slow syncBuffer
+	p = startProgress(&slow, 4, true, time.Millisecond, time.Millisecond)
+	p.done()
+	time.Sleep(20 * time.Millisecond)
+	p.done()
+	p.stop()
+	if out := slow.String(); !strings.Contains(out, "2/4 runs") || !strings.HasSuffix(out, "\n") {
+		t.Errorf("slow run output %q, want a bar ending at 2/4 and a newline", out)
+	}
+	var off syncBuffer
+	p = startProgress(&off, 4, false, 0, time.Millisecond)
+	p.done()
+	time.Sleep(5 * time.Millisecond)
+	p.stop()
+	if off.String() != "" {
+		t.Errorf("a bar on a non-terminal: %q", off.String())
 	}
 }

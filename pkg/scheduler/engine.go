@@ -318,14 +318,16 @@ func (e *Engine) deactivate(id api.JobID) {
 // Tiresias demotions and promotions.
 func (e *Engine) advance() {
 	now := e.clock.Now()
-	if dt := now.Sub(e.now).Seconds(); dt > 0 {
-		for _, j := range e.active {
-			j.advance(dt)
-		}
+	if !now.After(e.now) {
+		// Queues only move as service and waiting time accrue, so a step
+		// at the same instant has nothing to update.
+		return
 	}
-	if now.After(e.now) {
-		e.now = now
+	dt := now.Sub(e.now).Seconds()
+	for _, j := range e.active {
+		j.advance(dt)
 	}
+	e.now = now
 	if e.updateQueues() && e.usesQueues() {
 		e.dirty = true
 	}

@@ -8,19 +8,35 @@ BENCHTIME ?= 1s
 # Packages of the pure core: they must not import Kubernetes or net/http.
 CORE     := pkg/api pkg/algorithm pkg/placement pkg/scheduler
 
-.PHONY: help build test test-unit verify bench fuzz eval demo clean
+# Integration tests: every test whose name contains this, in every package.
+INTEGRATION ?= Integration
+# Fake GPU nodes of `make dev-cluster`: NODES nodes of GPUS GPUs per type in TYPES.
+NODES    ?= 4
+GPUS     ?= 4
+TYPES    ?= nvidia-tesla-v100,nvidia-gtx-1080ti
+
+.PHONY: help build test test-unit test-integration tools dev-cluster verify bench fuzz eval demo clean
 
 help: ## Show this help.
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-17s %s\n", $$1, $$2}'
 
 build: ## Build the voda binary into bin/.
 	$(GO) build -o $(BIN)/voda ./cmd/voda
 
-test: ## Run every test with the race detector.
+test: tools ## Run every test, unit and integration, with the race detector.
 	$(GO) test -race -count=1 $(PKGS)
 
-test-unit: ## Run the tests that start no external processes.
+test-unit: ## Run the tests that start no external processes (no binaries needed).
 	$(GO) test -short -count=1 $(PKGS)
+
+test-integration: tools ## Run the tests against a local control plane (names contain Integration).
+	$(GO) test -race -count=1 -run '$(INTEGRATION)' $(PKGS)
+
+tools: ## Build etcd, Kubernetes, kwok and mpi-operator from pinned modules into .cache/tools.
+	@hack/tools/build.sh
+
+dev-cluster: tools ## Run a local control plane with fake GPU nodes until Ctrl-C.
+	NODES=$(NODES) GPUS=$(GPUS) TYPES=$(TYPES) $(GO) run ./hack/devcluster
 
 verify: ## gofmt, go vet, go mod tidy, and the core import rule.
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/tools/')); \

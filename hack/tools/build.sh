@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Builds the local control plane that the integration tests and `make dev-cluster`
+# run, from source, from the modules pinned under hack/tools/<component>/go.mod.
+# Nothing is downloaded as a prebuilt binary.
+#
+# Each component is built into $CACHE/<component>-<version>/bin and skipped when
+# already there; $CACHE/bin then holds symlinks to the pinned versions, which is
+# where internal/testenv looks (VODA_TOOLS_BIN overrides it).
+#
+# Usage: hack/tools/build.sh            build what is missing
+#        VODA_TOOLS_CACHE=dir hack/tools/build.sh
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cache="${VODA_TOOLS_CACHE:-$root/.cache/tools}"
+go="${GO:-go}"
+
+export CGO_ENABLED=0
+# The tools modules keep their own go.sum; never let a caller's -mod flag change them.
+export GOFLAGS="-mod=readonly -trimpath -buildvcs=false"
+export GOWORK=off
+
+# version <component dir> <module path>: the version a tools module pins.
+version() {
+	awk -v m="$2" '($1 == m) { print $2 } ($1 == "require" && $2 == m) { print $3 }' "$here/$1/go.mod" | head -n1
+}
+
+# exe <package>: the binary name we install a package as.
+exe() {
+	case "$1" in
+	go.etcd.io/etcd/server/v3) echo etcd ;;
+	*) basename "$1" ;;
+	esac
+}
+
+# build <component> <version> <ldflags> <package>...: go build into the versioned dir.
+build() {
+	local comp="$1" ver="$2" ldflags="$3"
+	shift 3
+	local out="$cache/$comp-$ver/bin" missing=0 pkg
+	for pkg in "$@"; do
+		[ -x "$out/$(exe "$pkg")" ] || missing=1
+	done
+	if [ "$missing" = 0 ]; then
+		echo "tools: $comp $ver already built"
+		return
+	fi
+	echo "tools: building $comp $ver ..."
+	local start tmp
+	start=$(date +%s)
+	tmp="$cache/$comp-$ver/bin.tmp"
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	(cd "$here/$comp" && "$go" build -ldflags "-s -w $ldflags" -o "$tmp/" "$@")
+	if [ -x "$tmp/server" ]; then mv "$tmp/server" "$tmp/etcd"; fi
+	rm -rf "$out"
+	mv "$tmp" "$out"
+	echo "tools: built $comp $ver in $(($(date +%s) - start))s"
+}
+
+k8s_ver=$(version k8s k8s.io/kubernetes)
+etcd_ver=$(version etcd go.etcd.io/etcd/server/v3)
+kwok_ver=$(version kwok sigs.k8s.io/kwok)
+mpi_ver=$(version mpi-operator github.com/kubeflow/mpi-operator)
+
+# Kubernetes stamps its version at link time; without it the servers report v0.0.0.
+k8s_minor=$(echo "$k8s_ver" | cut -d. -f2)
+k8s_ldflags="-X k8s.io/component-base/version.gitVersion=$k8s_ver
+ -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$k8s_minor
+ -X k8s.io/component-base/version.gitTreeState=clean
+ -X k8s.io/client-go/pkg/version.gitVersion=$k8s_ver
+ -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$k8s_minor"
+k8s_ldflags=$(echo $k8s_ldflags)
+
+# etcd's main package is its module root; go build would name it "server".
+build etcd "$etcd_ver" "" go.etcd.io/etcd/server/v3
+build k8s "$k8s_ver" "$k8s_ldflags" \
+	k8s.io/kubernetes/cmd/kube-apiserver \
+	k8s.io/kubernetes/cmd/kube-controller-manager \
+	k8s.io/kubernetes/cmd/kube-scheduler
+build kwok "$kwok_ver" "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_ver#v}" sigs.k8s.io/kwok/cmd/kwok
+build mpi-operator "$mpi_ver" "" github.com/kubeflow/mpi-operator/cmd/mpi-operator
+
+# The MPIJob CRD comes from the same pinned module, copied at build time.
+crd="$cache/mpi-operator-$mpi_ver/crd/kubeflow.org_mpijobs.yaml"
+if [ ! -f "$crd" ]; then
+	moddir=$(cd "$here/mpi-operator" && "$go" list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)
+	mkdir -p "$(dirname "$crd")"
+	cp "$moddir/manifests/base/kubeflow.org_mpijobs.yaml" "$crd"
+	chmod 0644 "$crd"
+fi
+
+# $cache/bin: one stable place with the pinned versions.
+mkdir -p "$cache/bin"
+ln -sfn "../etcd-$etcd_ver/bin/etcd" "$cache/bin/etcd"
+for b in kube-apiserver kube-controller-manager kube-scheduler; do
+	ln -sfn "../k8s-$k8s_ver/bin/$b" "$cache/bin/$b"
+done
+ln -sfn "../kwok-$kwok_ver/bin/kwok" "$cache/bin/kwok"
+ln -sfn "../mpi-operator-$mpi_ver/bin/mpi-operator" "$cache/bin/mpi-operator"
+ln -sfn "../mpi-operator-$mpi_ver/crd/kubeflow.org_mpijobs.yaml" "$cache/bin/kubeflow.org_mpijobs.yaml"
+echo "tools: ready in $cache/bin"

@@ -1,0 +1,112 @@
+package testenv
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// stopGrace is how long a component gets to exit after SIGTERM before SIGKILL.
+const stopGrace = 10 * time.Second
+
+// process is one component the environment started. It is ended by its PID
+// only, so nothing else on the machine is touched.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	logFile *os.File
+	done    chan struct{} // closed when the process has exited
+	err     error         // the exit status; read only after done is closed
+}
+
+// startProcess runs bin with args, its stdout and stderr going to
+// <logDir>/<name>.log, and env added to the current environment.
+func startProcess(name, bin string, args []string, logDir string, env ...string) (*process, error) {
+	logPath := filepath.Join(logDir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = f
+	cmd.Stderr = f
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, logPath: logPath, logFile: f, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited reports whether the process has ended, and how.
+func (p *process) exited() (bool, error) {
+	select {
+	case <-p.done:
+		if p.err == nil {
+			return true, fmt.Errorf("%s exited", p.name)
+		}
+		return true, fmt.Errorf("%s exited: %w", p.name, p.err)
+	default:
+		return false, nil
+	}
+}
+
+// stop sends SIGTERM to the process's PID and SIGKILL after grace. It
+// returns once the process has been reaped.
+func (p *process) stop(grace time.Duration) {
+	if ok, _ := p.exited(); ok {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return
+	case <-time.After(grace):
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// tail returns the last n lines of the process's log.
+func (p *process) tail(n int) string {
+	return tailFile(p.logPath, n)
+}
+
+func tailFile(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > 2*n {
+			lines = append(lines[:0], lines[len(lines)-n:]...)
+		}
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, io.EOF) {
+		lines = append(lines, fmt.Sprintf("(reading log: %v)", err))
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -11,7 +11,7 @@ import (
 //
 //   - Jobs holding GPUs ("running") are replayed one by one; nz lists their
 //     positions, keys their comparison values in a dense slice, and
-//     winnerAt[i] is the tournament's winner over positions ≤ nz[i].
+//     winnerAt[i] (kept at checkpoints) is the winner over positions ≤ nz[i].
 //   - The waiting jobs (no GPUs) between two running jobs — a gap — are
 //     decided in one step. If the incoming winner X runs, the gap's first
 //     job challenges it with a relative gain of 1, and the same comparison
@@ -28,7 +28,7 @@ type tournament struct {
 	st       []afsState
 	nz       []int    // positions of active running jobs, ascending
 	keys     []afsKey // keys[i] compares the job at nz[i]
-	winnerAt []int    // winnerAt[i]: tournament winner over positions ≤ nz[i]
+	winnerAt []int    // winnerAt[i]: tournament winner over positions ≤ nz[i], at checkpoints
 	gapMin   []int    // gapMin[i]: least-remaining waiting job before nz[i] (after nz[i-1]); one extra for the tail
 	zeros    minTree
 	final    int
@@ -104,8 +104,16 @@ func (t *tournament) update(w int, wasZero bool) {
 	t.replay(k)
 }
 
-// replay recomputes winnerAt from index k of nz, and the final winner.
+// checkpoint: winnerAt is kept only for every checkpoint-th running job
+// (indices i with i%checkpoint == checkpoint-1); a replay starts at the
+// checkpoint before k. Storing every entry cost more than the few extra
+// comparisons.
+const checkpoint = 8
+
+// replay recomputes the winners from index k of nz (rounded down to a
+// checkpoint), and the final winner.
 func (t *tournament) replay(k int) {
+	k -= k % checkpoint
 	x, xWaits := -1, false
 	var xk afsKey // x's key while x runs
 	if k > 0 {
@@ -142,15 +150,17 @@ func (t *tournament) replay(k int) {
 			// Gains are never NaN, so !(a > b) is a <= b. If y is the
 			// shorter job (A), x (B) keeps the lead only with a larger
 			// relative gain; otherwise y (B) needs the larger one.
-			yWins = y.gNew > xk.gCur
-			if y.length < xk.length {
-				yWins = xk.gNew <= y.gCur
-			}
+			// Computed without branches: which case applies is close to
+			// random, and mispredicted branches dominated this loop.
+			shorter := b2i(y.length < xk.length)
+			yWins = shorter&b2i(xk.gNew <= y.gCur)|(1-shorter)&b2i(y.gNew > xk.gCur) != 0
 		}
 		if yWins {
 			x, xk, xWaits = t.nz[i], y, false
 		}
-		t.winnerAt[i] = x
+		if i%checkpoint == checkpoint-1 {
+			t.winnerAt[i] = x
+		}
 	}
 	t.final = x
 }
@@ -219,4 +229,13 @@ func (m *minTree) argmin(lo, hi int) int {
 		}
 	}
 	return int(best)
+}
+
+// b2i is 1 for true and 0 for false; the compiler emits a flag move, not a
+// branch.
+func b2i(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }

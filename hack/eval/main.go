@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"flag"
@@ -200,7 +201,7 @@ func readPublished(traces string, workloads map[string][]simulator.Workload) (ma
 					sumv += v
 				}
 				pr.avg += sumv / float64(len(vals))
-				pr.p99 += vals[max(0, int(math.Ceil(0.99*float64(len(vals))))-1)]
+				pr.p99 += simulator.Percentile(vals, 99)
 				pr.makespan += last - first
 			}
 			n := float64(len(workloads[l]))
@@ -341,15 +342,7 @@ func findings(byKey map[runKey][]simulator.Result, published map[string]map[stri
 		for _, p := range algorithm.Names() {
 			vs = append(vs, pv{p, aggregate(byKey[runKey{"artifact", l, p}]).avg})
 		}
-		slices.SortStableFunc(vs, func(a, b pv) int {
-			switch {
-			case a.v < b.v:
-				return -1
-			case a.v > b.v:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(vs, func(a, b pv) int { return cmp.Compare(a.v, b.v) })
 		var order []string
 		for _, x := range vs {
 			order = append(order, x.p)

@@ -69,7 +69,7 @@ func Summarise(r Result) Summary {
 	s.RescalesPerJob /= n
 	s.RestartsPerJob /= n
 	slices.Sort(jcts)
-	s.P50JCT, s.P99JCT = percentile(jcts, 50), percentile(jcts, 99)
+	s.P50JCT, s.P99JCT = Percentile(jcts, 50), Percentile(jcts, 99)
 	if capacity := float64(r.GPUs) * r.Makespan; capacity > 0 {
 		s.GPUUtil = gpuSec / capacity
 		s.EffUtil = r.UsefulGPUSeconds / capacity
@@ -80,8 +80,8 @@ func Summarise(r Result) Summary {
 	return s.rounded()
 }
 
-// percentile is the nearest-rank percentile of sorted values.
-func percentile(sorted []float64, p float64) float64 {
+// Percentile is the nearest-rank percentile of sorted values.
+func Percentile(sorted []float64, p float64) float64 {
 	k := int(math.Ceil(p/100*float64(len(sorted)))) - 1
 	return sorted[max(0, min(k, len(sorted)-1))]
 }

@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"container/heap"
 	"math"
 	"slices"
@@ -29,19 +30,10 @@ func (r *run) result() Result {
 		res.UsefulGPUSeconds += ji.steps * ji.oneGPU
 	}
 	slices.SortFunc(res.Jobs, func(a, b JobResult) int {
-		if a.Submit != b.Submit {
-			if a.Submit < b.Submit {
-				return -1
-			}
-			return 1
+		if c := cmp.Compare(a.Submit, b.Submit); c != 0 {
+			return c
 		}
-		if a.Name < b.Name {
-			return -1
-		}
-		if a.Name > b.Name {
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.Name, b.Name)
 	})
 	res.Makespan = last - first
 	res.LowerBound = r.lowerBound(rigid(res.Policy))
@@ -95,15 +87,7 @@ func srptMeanFlow(tasks []srptTask) float64 {
 	if len(tasks) == 0 {
 		return 0
 	}
-	slices.SortFunc(tasks, func(a, b srptTask) int {
-		switch {
-		case a.release < b.release:
-			return -1
-		case a.release > b.release:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(tasks, func(a, b srptTask) int { return cmp.Compare(a.release, b.release) })
 	h := &remHeap{}
 	now, total, i := 0.0, 0.0, 0
 	for i < len(tasks) || h.Len() > 0 {

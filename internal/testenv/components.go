@@ -91,35 +91,34 @@ func (e *Env) startAPIServer(ctx context.Context, etcdPort, port int) error {
 // lifecycle (it removes the not-ready taint from kwok nodes), job, garbage
 // collection, and the service-account and token controllers.
 func (e *Env) startControllerManager(port int) (*process, error) {
-	return e.start("kube-controller-manager", "kube-controller-manager", []string{
-		"--kubeconfig=" + e.Kubeconfig,
-		"--authentication-kubeconfig=" + e.Kubeconfig,
-		"--authorization-kubeconfig=" + e.Kubeconfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
-		"--cert-dir=" + filepath.Join(e.Dir, "pki", "kube-controller-manager"),
-		"--leader-elect=false",
+	return e.start("kube-controller-manager", "kube-controller-manager", append(e.componentFlags("kube-controller-manager", port),
 		"--controllers=*",
 		"--use-service-account-credentials=false",
-		"--service-account-private-key-file=" + e.pki.saKey,
-		"--root-ca-file=" + e.pki.caCert,
-		"--cluster-signing-cert-file=" + e.pki.caCert,
-		"--cluster-signing-key-file=" + e.pki.caKey,
-		"--profiling=false",
-	})
+		"--service-account-private-key-file="+e.pki.saKey,
+		"--root-ca-file="+e.pki.caCert,
+		"--cluster-signing-cert-file="+e.pki.caCert,
+		"--cluster-signing-key-file="+e.pki.caKey,
+	))
 }
 
 func (e *Env) startScheduler(port int) (*process, error) {
-	return e.start("kube-scheduler", "kube-scheduler", []string{
+	return e.start("kube-scheduler", "kube-scheduler", e.componentFlags("kube-scheduler", port))
+}
+
+// componentFlags are the flags kube-controller-manager and kube-scheduler
+// share: the admin kubeconfig for everything, a serving port on loopback
+// with its own certificate directory, no leader election, no profiling.
+func (e *Env) componentFlags(name string, port int) []string {
+	return []string{
 		"--kubeconfig=" + e.Kubeconfig,
 		"--authentication-kubeconfig=" + e.Kubeconfig,
 		"--authorization-kubeconfig=" + e.Kubeconfig,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
-		"--cert-dir=" + filepath.Join(e.Dir, "pki", "kube-scheduler"),
+		"--cert-dir=" + filepath.Join(e.Dir, "pki", name),
 		"--leader-elect=false",
 		"--profiling=false",
-	})
+	}
 }
 
 // startKwok runs kwok with our pod stages (stages.go); it keeps its default

@@ -15,7 +15,7 @@ NODES    ?= 4
 GPUS     ?= 4
 TYPES    ?= nvidia-tesla-v100,nvidia-gtx-1080ti
 
-.PHONY: help build test test-unit test-integration tools dev-cluster verify bench fuzz eval demo clean
+.PHONY: help build test test-unit test-integration tools dev-cluster generate verify bench fuzz eval demo clean
 
 help: ## Show this help.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-17s %s\n", $$1, $$2}'
@@ -38,7 +38,10 @@ tools: ## Build etcd, Kubernetes, kwok and mpi-operator from pinned modules into
 dev-cluster: tools ## Run a local control plane with fake GPU nodes until Ctrl-C.
 	NODES=$(NODES) GPUS=$(GPUS) TYPES=$(TYPES) $(GO) run ./hack/devcluster
 
-verify: ## gofmt, go vet, go mod tidy, and the core import rule.
+generate: ## Regenerate the TrainingJob deep copies and CRD YAML with controller-gen.
+	@hack/generate.sh
+
+verify: ## gofmt, go vet, go mod tidy, the core import rule, generated files up to date.
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/tools/')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
@@ -47,6 +50,7 @@ verify: ## gofmt, go vet, go mod tidy, and the core import rule.
 	  if ! git diff --quiet -- go.mod go.sum; then echo "go mod tidy changed go.mod/go.sum; run it and commit"; \
 	    cp /tmp/voda.go.mod.bak go.mod; cp /tmp/voda.go.sum.bak go.sum 2>/dev/null || true; exit 1; fi
 	@hack/check-imports.sh $(CORE)
+	@hack/generate.sh --check
 
 bench: ## Run the benchmarks (results in bench.txt).
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS) | tee bench.txt

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/vodascheduler/voda/deploy/crds"
 )
 
 // Options configure an environment. The zero value is ready to use except
@@ -130,6 +132,9 @@ func (e *Env) startControllers(ctx context.Context, kcmPort, schedPort int) erro
 		if err := e.applyMPIJobCRD(ctx); err != nil {
 			return err
 		}
+	}
+	if err := e.ApplyCRDs(ctx, crds.TrainingJob); err != nil {
+		return err
 	}
 	if err := e.waitHealthy(ctx, kcm, kcmPort); err != nil {
 		return err

@@ -49,6 +49,12 @@ func (e *Env) applyMPIJobCRD(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return e.ApplyCRDs(ctx, data)
+}
+
+// ApplyCRDs creates the CustomResourceDefinitions in a YAML stream (existing
+// ones are left alone) and waits until every one is Established.
+func (e *Env) ApplyCRDs(ctx context.Context, data []byte) error {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var names []string
 	for {
@@ -57,7 +63,7 @@ func (e *Env) applyMPIJobCRD(ctx context.Context) error {
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			return fmt.Errorf("decode MPIJob CRD: %w", err)
+			return fmt.Errorf("decode CRD: %w", err)
 		}
 		if len(obj.Object) == 0 {
 			continue

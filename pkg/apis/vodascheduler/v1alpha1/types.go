@@ -1,0 +1,224 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels, annotations and names Voda puts on the objects it manages.
+const (
+	// AcceleratorLabel on a node names its GPU type; Voda schedules only
+	// nodes that carry it.
+	AcceleratorLabel = "vodascheduler/accelerator"
+	// JobLabel on an MPIJob and its pods names the TrainingJob they belong to.
+	JobLabel = "vodascheduler.io/job"
+	// PlacementGate is the scheduling gate on worker pods; Voda removes it
+	// once the pod has the node placement chose.
+	PlacementGate = "vodascheduler.io/placement"
+	// GPUResource is the extended resource of one GPU.
+	GPUResource corev1.ResourceName = "nvidia.com/gpu"
+)
+
+// Phase is where a training job is in its life.
+//
+// +kubebuilder:validation:Enum=Submitted;Waiting;Running;Completed;Failed;Canceled
+type Phase string
+
+// The phases of a training job. Completed, Failed and Canceled are final.
+const (
+	PhaseSubmitted Phase = "Submitted"
+	PhaseWaiting   Phase = "Waiting"
+	PhaseRunning   Phase = "Running"
+	PhaseCompleted Phase = "Completed"
+	PhaseFailed    Phase = "Failed"
+	PhaseCanceled  Phase = "Canceled"
+)
+
+// Final reports whether the phase is one a job never leaves.
+func (p Phase) Final() bool {
+	return p == PhaseCompleted || p == PhaseFailed || p == PhaseCanceled
+}
+
+// TrainingJob is an elastic deep-learning training job that Voda schedules:
+// it decides how many workers (one GPU each) the job gets, within the
+// spec's range, and on which nodes they run.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=tj,categories=voda
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Workers",type=integer,JSONPath=`.status.workers`
+// +kubebuilder:printcolumn:name="GPU-Type",type=string,JSONPath=`.spec.gpuType`
+// +kubebuilder:printcolumn:name="Waiting",type=string,JSONPath=`.status.waiting`,description="Time spent waiting for GPUs"
+// +kubebuilder:printcolumn:name="Running",type=string,JSONPath=`.status.running`,description="Time spent running"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type TrainingJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   TrainingJobSpec   `json:"spec"`
+	Status TrainingJobStatus `json:"status,omitempty"`
+}
+
+// TrainingJobList is a list of TrainingJobs.
+//
+// +kubebuilder:object:root=true
+type TrainingJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TrainingJob `json:"items"`
+}
+
+// TrainingJobSpec is what the user asks for. The scheduling fields cannot
+// change once the job exists.
+//
+// +kubebuilder:validation:XValidation:rule="self.maxWorkers >= self.minWorkers",message="maxWorkers must be at least minWorkers"
+// +kubebuilder:validation:XValidation:rule="!has(self.requestedWorkers) || self.requestedWorkers == 0 || (self.requestedWorkers >= self.minWorkers && self.requestedWorkers <= self.maxWorkers)",message="requestedWorkers must lie within [minWorkers, maxWorkers]"
+type TrainingJobSpec struct {
+	// GPUType selects the nodes (label vodascheduler/accelerator) and the
+	// scheduler that runs the job.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="gpuType is immutable"
+	GPUType string `json:"gpuType"`
+	// MinWorkers is the smallest number of workers the job can run with.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="minWorkers is immutable"
+	MinWorkers int32 `json:"minWorkers"`
+	// MaxWorkers is the largest number of workers the job can use.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="maxWorkers is immutable"
+	MaxWorkers int32 `json:"maxWorkers"`
+	// RequestedWorkers is the size for a rigid run; non-elastic policies give
+	// exactly this many. Unset means minWorkers.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="requestedWorkers is immutable"
+	RequestedWorkers int32 `json:"requestedWorkers,omitempty"`
+	// Priority is the initial Tiresias queue, 0 being the highest. Other
+	// policies ignore it.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="priority is immutable"
+	Priority int32 `json:"priority,omitempty"`
+	// Epochs is the total number of epochs, for remaining-time estimates.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Epochs int32 `json:"epochs,omitempty"`
+	// Category groups similar jobs so that they share runtime history.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Category string `json:"category,omitempty"`
+	// Template is the training runtime Voda creates for the job.
+	Template TrainingJobTemplate `json:"template"`
+}
+
+// TrainingJobTemplate describes the child workload. Exactly one runtime is
+// set; v1alpha1 supports MPIJob (Kubeflow mpi-operator, elastic Horovod).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.mpiJob)",message="template.mpiJob is required (the only runtime of v1alpha1)"
+type TrainingJobTemplate struct {
+	// MPIJob is the template of a kubeflow.org/v2beta1 MPIJob.
+	// +optional
+	MPIJob *MPIJobTemplate `json:"mpiJob,omitempty"`
+}
+
+// MPIJobTemplate holds what Voda copies into the MPIJob it creates. Voda
+// sets the worker replicas, the scheduling gate and the node of every worker;
+// the launcher starts once all workers run.
+type MPIJobTemplate struct {
+	// SlotsPerWorker is the number of MPI slots per worker; Voda gives a
+	// worker one GPU, so 1 unless the program says otherwise.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	SlotsPerWorker *int32 `json:"slotsPerWorker,omitempty"`
+	// MPIImplementation is OpenMPI (the default), Intel or MPICH.
+	// +optional
+	// +kubebuilder:validation:Enum=OpenMPI;Intel;MPICH
+	MPIImplementation string `json:"mpiImplementation,omitempty"`
+	// SSHAuthMountPath is where the SSH keys are mounted.
+	// +optional
+	SSHAuthMountPath string `json:"sshAuthMountPath,omitempty"`
+	// Launcher is the pod template of the launcher.
+	Launcher corev1.PodTemplateSpec `json:"launcher"`
+	// Worker is the pod template of every worker; Voda sets one GPU per
+	// worker unless the template asks for GPUs itself.
+	Worker corev1.PodTemplateSpec `json:"worker"`
+}
+
+// TrainingJobStatus is everything Voda decided and counted for the job.
+// A restarted controller rebuilds its scheduler from it.
+type TrainingJobStatus struct {
+	// Phase is Submitted, Waiting, Running, Completed, Failed or Canceled.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+	// Message says why the job is where it is, e.g. why it waits.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Workers is the current allocation.
+	// +optional
+	Workers int32 `json:"workers,omitempty"`
+	// Placement is the node of every worker, by worker index.
+	// +optional
+	// +listType=atomic
+	Placement []string `json:"placement,omitempty"`
+	// Queue is the Tiresias queue, 0 being the highest.
+	// +optional
+	Queue int32 `json:"queue,omitempty"`
+
+	// SubmitTime is when Voda first saw the job.
+	// +optional
+	SubmitTime *metav1.Time `json:"submitTime,omitempty"`
+	// FirstStartTime, LastStartTime and FinishTime are when the job first
+	// started, last (re)started and ended.
+	// +optional
+	FirstStartTime *metav1.Time `json:"firstStartTime,omitempty"`
+	// +optional
+	LastStartTime *metav1.Time `json:"lastStartTime,omitempty"`
+	// +optional
+	FinishTime *metav1.Time `json:"finishTime,omitempty"`
+
+	// Counters, in milliseconds, as of AccountedTime.
+	// WaitingMillis is the time spent without GPUs.
+	// +optional
+	WaitingMillis int64 `json:"waitingMillis,omitempty"`
+	// RunningMillis is the time spent with GPUs.
+	// +optional
+	RunningMillis int64 `json:"runningMillis,omitempty"`
+	// GPUMillis is the GPU time attained (GPU-milliseconds).
+	// +optional
+	GPUMillis int64 `json:"gpuMillis,omitempty"`
+	// SinceStartGPUMillis is the GPU time since the last start or Tiresias
+	// promotion.
+	// +optional
+	SinceStartGPUMillis int64 `json:"sinceStartGPUMillis,omitempty"`
+	// LastRunMillis is the length of the last finished running period and
+	// WaitingSinceRunMillis the time waited since then.
+	// +optional
+	LastRunMillis int64 `json:"lastRunMillis,omitempty"`
+	// +optional
+	WaitingSinceRunMillis int64 `json:"waitingSinceRunMillis,omitempty"`
+	// AccountedTime is when the counters were last brought up to date.
+	// +optional
+	AccountedTime *metav1.Time `json:"accountedTime,omitempty"`
+	// Waiting and Running are WaitingMillis and RunningMillis in words
+	// ("5m3s"), for kubectl.
+	// +optional
+	Waiting string `json:"waiting,omitempty"`
+	// +optional
+	Running string `json:"running,omitempty"`
+
+	// Rescales counts scale-ins and scale-outs; Restarts resumptions and
+	// full migrations; Preemptions halts.
+	// +optional
+	Rescales int32 `json:"rescales,omitempty"`
+	// +optional
+	Restarts int32 `json:"restarts,omitempty"`
+	// +optional
+	Preemptions int32 `json:"preemptions,omitempty"`
+
+	// RemainingSeconds is the estimated remaining time at one GPU, when
+	// known.
+	// +optional
+	RemainingSeconds *int64 `json:"remainingSeconds,omitempty"`
+}

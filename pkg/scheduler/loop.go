@@ -42,6 +42,10 @@ type Loop struct {
 	reqs    chan request
 	// OnError, if set, receives errors from rescheduling and from actions.
 	OnError func(error)
+	// AfterRound, if set, runs on the loop's goroutine after every
+	// rescheduling that produced a plan, once its actions were applied; a
+	// backend uses it to persist the engine's records.
+	AfterRound func(*Engine, api.Plan)
 }
 
 type request struct {
@@ -109,6 +113,9 @@ func (l *Loop) round(ctx context.Context) error {
 				l.report(err)
 			}
 		}
+	}
+	if l.AfterRound != nil && (len(plan.Actions) > 0 || plan.Allocation != nil) {
+		l.AfterRound(l.engine, plan)
 	}
 	return nil
 }

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
+	"github.com/vodascheduler/voda/pkg/scheduler"
+)
+
+func newControllerCmd() *cobra.Command {
+	var (
+		o          kube.ManagerOptions
+		kubeconfig string
+		gpuTypes   string
+		verbose    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the scheduler on a Kubernetes cluster",
+		Long: `Run Voda on a Kubernetes cluster: one scheduler per GPU type decides how many
+workers every TrainingJob gets and on which nodes, and carries it out through
+Kubeflow MPIJobs (start, scale, preempt with suspend, resume, migrate).
+
+GPU nodes join a GPU type through the label vodascheduler/accelerator=<type>;
+their GPUs are their allocatable nvidia.com/gpu. Every decision is written to
+the TrainingJob's status and recorded as an Event on it, so
+'kubectl get tj' and 'kubectl describe tj NAME' show what happened and why.
+
+Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
+		Example: `  # Out of cluster, against the current kubeconfig context:
+  voda controller --leader-elect=false
+
+  # Only the V100 nodes, with Tiresias, rescheduling at most every 10 s:
+  voda controller --gpu-types nvidia-tesla-v100 --algorithm Tiresias --rate-limit 10s`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := algorithm.New(o.Policy, algorithm.Config{}); err != nil {
+				return usageError{fmt.Errorf("--algorithm: %w", err)}
+			}
+			if o.RateLimit < 0 {
+				return usageError{errors.New("--rate-limit must not be negative")}
+			}
+			for _, t := range strings.Split(gpuTypes, ",") {
+				if t = strings.TrimSpace(t); t != "" {
+					o.GPUTypes = append(o.GPUTypes, t)
+				}
+			}
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			level := slog.LevelInfo
+			if verbose {
+				level = slog.LevelDebug
+			}
+			o.Log = logr.FromSlogHandler(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			if o.LeaderElect && o.LeaderElectionNamespace == "" {
+				o.LeaderElectionNamespace = podNamespace(o.Namespace)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return kube.Run(ctx, cfg, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "path of a kubeconfig; empty uses $KUBECONFIG, ~/.kube/config, or the in-cluster service account")
+	f.StringVarP(&o.Namespace, "namespace", "n", "", "watch TrainingJobs in this namespace only (default all namespaces)")
+	f.StringVar(&gpuTypes, "gpu-types", "", "comma-separated GPU types this replica schedules (default all)")
+	f.StringVar(&o.Policy, "algorithm", kube.DefaultPolicy, "scheduling policy of every GPU type; see 'voda policies'")
+	f.DurationVar(&o.RateLimit, "rate-limit", scheduler.DefaultRateLimit, "minimum time between two reschedulings of a GPU type; events in between are coalesced")
+	f.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", `address of the Prometheus metrics endpoint; "0" disables it`)
+	f.StringVar(&o.HealthAddr, "health-addr", ":8081", `address of /healthz and /readyz; "0" disables them`)
+	f.BoolVar(&o.LeaderElect, "leader-elect", true, "run only while holding the leader Lease, so that replicas can stand by")
+	f.StringVar(&o.LeaderElectionNamespace, "leader-elect-namespace", "", "namespace of the leader Lease (default the pod's namespace, else --namespace, else default)")
+	f.StringVar(&o.LeaderElectionID, "leader-elect-id", "voda-controller", "name of the leader Lease; replicas with different --gpu-types need different names")
+	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long standby replicas wait before taking over a lease that is not renewed")
+	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leadership")
+	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the lease")
+	f.DurationVar(&o.SyncPeriod, "status-sync", kube.DefaultSyncPeriod, "how often every job's time counters are written to its status")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
+	return cmd
+}
+
+// restConfig loads a kubeconfig, or the in-cluster configuration.
+func restConfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client configuration: %w (pass --kubeconfig or run in a cluster)", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, nil
+}
+
+// podNamespace is the namespace the controller runs in, when it can tell.
+func podNamespace(fallback string) string {
+	if data, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		if ns := strings.TrimSpace(string(data)); ns != "" {
+			return ns
+		}
+	}
+	if fallback != "" {
+		return fallback
+	}
+	return "default"
+}
+
+

@@ -1,0 +1,241 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/scheduler"
+)
+
+// Defaults of the controller.
+const (
+	DefaultPolicy     = "ElasticFIFO"
+	DefaultSyncPeriod = 30 * time.Second
+)
+
+// Options configure the controller.
+type Options struct {
+	// GPUTypes restricts this controller to some GPU types; empty means all.
+	GPUTypes []string
+	// Policy is the scheduling policy of every engine; empty means
+	// ElasticFIFO.
+	Policy string
+	// Algorithm holds policy parameters (Tiresias thresholds and so on).
+	Algorithm algorithm.Config
+	// RateLimit is the minimum time between two reschedulings of one GPU
+	// type.
+	RateLimit time.Duration
+	// SyncPeriod is how often the time counters of every job are written to
+	// its status; decisions are written at once. Zero means 30 s.
+	SyncPeriod time.Duration
+	// Log receives what the controller does; the zero value discards.
+	Log logr.Logger
+}
+
+// Controller runs one engine per GPU type against the API server. Build it
+// with New and register it with a manager (Setup).
+type Controller struct {
+	opts     Options
+	client   client.Client
+	cache    cache.Cache
+	recorder record.EventRecorder
+	log      logr.Logger
+
+	// ready is closed once the engines were rebuilt from the API server;
+	// reconcilers wait for it.
+	ready  chan struct{}
+	runCtx context.Context
+
+	mu       sync.Mutex
+	engines  map[api.GPUType]*engine
+	nodes    map[string]nodeInfo
+	jobTypes map[api.JobID]api.GPUType
+}
+
+// New returns a controller that reads and writes through c, waits for
+// informers in ca and records Events with r.
+func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) (*Controller, error) {
+	if opts.Policy == "" {
+		opts.Policy = DefaultPolicy
+	}
+	if _, err := algorithm.New(opts.Policy, opts.Algorithm); err != nil {
+		return nil, err
+	}
+	if opts.RateLimit < 0 {
+		return nil, fmt.Errorf("rate limit %v is negative", opts.RateLimit)
+	}
+	if opts.SyncPeriod <= 0 {
+		opts.SyncPeriod = DefaultSyncPeriod
+	}
+	return &Controller{
+		opts: opts, client: c, cache: ca, recorder: r, log: opts.Log,
+		ready:    make(chan struct{}),
+		engines:  map[api.GPUType]*engine{},
+		nodes:    map[string]nodeInfo{},
+		jobTypes: map[api.JobID]api.GPUType{},
+	}, nil
+}
+
+// NeedLeaderElection makes the manager start the controller only on the
+// leader.
+func (c *Controller) NeedLeaderElection() bool { return true }
+
+// Start rebuilds every engine from the nodes and TrainingJobs in the API
+// server, starts them, and lets the reconcilers go. It returns when ctx
+// ends.
+func (c *Controller) Start(ctx context.Context) error {
+	if !c.cache.WaitForCacheSync(ctx) {
+		return errors.New("caches did not sync")
+	}
+	if err := c.restore(ctx); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.runCtx = ctx
+	for _, e := range c.engines {
+		e.start(ctx)
+	}
+	c.mu.Unlock()
+	close(c.ready)
+	c.log.Info("scheduling", "gpuTypes", c.gpuTypes())
+	<-ctx.Done()
+	return nil
+}
+
+// restore feeds the engines, before they run, with every usable node and
+// every TrainingJob as their statuses recorded them.
+func (c *Controller) restore(ctx context.Context) error {
+	var nodes corev1.NodeList
+	if err := c.client.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	for i := range nodes.Items {
+		info := nodeInfoOf(&nodes.Items[i])
+		if !info.usable() || !c.handles(info.gpuType) {
+			continue
+		}
+		c.nodes[nodes.Items[i].Name] = info
+		if err := c.engineFor(info.gpuType).eng.Step(scheduler.NodeSet{Node: info.node(nodes.Items[i].Name)}); err != nil {
+			return err
+		}
+	}
+	var jobs v1alpha1.TrainingJobList
+	if err := c.client.List(ctx, &jobs); err != nil {
+		return fmt.Errorf("list training jobs: %w", err)
+	}
+	now := time.Now()
+	restored := 0
+	for i := range jobs.Items {
+		tj := &jobs.Items[i]
+		gt := api.GPUType(tj.Spec.GPUType)
+		if !c.handles(gt) {
+			continue
+		}
+		rec := recordOf(tj, now)
+		e := c.engineFor(gt)
+		c.jobTypes[rec.ID] = gt
+		if err := e.eng.Restore([]scheduler.Job{rec}); err != nil {
+			// A status that does not hold together (say, running with
+			// fewer nodes than workers) must not lose the job: it waits.
+			c.log.Error(err, "restoring as waiting", "job", rec.ID)
+			rec.Phase, rec.Workers, rec.Nodes = api.PhaseWaiting, 0, nil
+			if err := e.eng.Restore([]scheduler.Job{rec}); err != nil {
+				c.log.Error(err, "cannot restore", "job", rec.ID)
+				continue
+			}
+		}
+		restored++
+	}
+	c.log.Info("restored from the API server", "nodes", len(c.nodes), "jobs", restored)
+	return nil
+}
+
+// handles reports whether this controller schedules a GPU type.
+func (c *Controller) handles(t api.GPUType) bool {
+	return t != "" && (len(c.opts.GPUTypes) == 0 || slices.Contains(c.opts.GPUTypes, string(t)))
+}
+
+// engineFor returns the engine of a GPU type, creating it (and starting it,
+// once the controller runs) on first use.
+func (c *Controller) engineFor(t api.GPUType) *engine {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.engines[t]; ok {
+		return e
+	}
+	e := newEngine(c, t)
+	c.engines[t] = e
+	if c.runCtx != nil {
+		e.start(c.runCtx)
+	}
+	c.log.Info("scheduler created", "gpuType", t, "policy", c.opts.Policy)
+	return e
+}
+
+func (c *Controller) gpuTypes() []api.GPUType {
+	var out []api.GPUType
+	for t := range c.engines {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitReady blocks a reconciler until the engines were restored.
+func (c *Controller) waitReady(ctx context.Context) bool {
+	select {
+	case <-c.ready:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// SchedulerInfo describes one engine, for tests and the API.
+type SchedulerInfo struct {
+	GPUType   api.GPUType
+	Policy    string
+	RateLimit time.Duration
+	GPUs      int
+	Nodes     []api.Node
+	Jobs      []scheduler.Job
+}
+
+// Schedulers describes every engine, sorted by GPU type.
+func (c *Controller) Schedulers(ctx context.Context) ([]SchedulerInfo, error) {
+	if !c.waitReady(ctx) {
+		return nil, ctx.Err()
+	}
+	c.mu.Lock()
+	types := c.gpuTypes()
+	engines := make([]*engine, len(types))
+	for i, t := range types {
+		engines[i] = c.engines[t]
+	}
+	c.mu.Unlock()
+	out := make([]SchedulerInfo, len(engines))
+	for i, e := range engines {
+		err := e.loop.Do(ctx, func(en *scheduler.Engine) error {
+			out[i] = SchedulerInfo{GPUType: e.gpuType, Policy: en.Policy(), RateLimit: en.RateLimit(),
+				GPUs: en.GPUs(), Nodes: en.Nodes(), Jobs: en.Jobs()}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

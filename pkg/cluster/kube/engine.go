@@ -1,0 +1,240 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/scheduler"
+)
+
+// engine is the scheduler of one GPU type and the backend that carries out
+// its plans. Everything but start runs on the loop's goroutine.
+type engine struct {
+	c       *Controller
+	gpuType api.GPUType
+	eng     *scheduler.Engine
+	loop    *scheduler.Loop
+	// written is the status last written for each job, and when.
+	written map[api.JobID]written
+}
+
+type written struct {
+	status v1alpha1.TrainingJobStatus
+	at     time.Time
+}
+
+func newEngine(c *Controller, t api.GPUType) *engine {
+	eng, err := scheduler.New(scheduler.Config{
+		GPUType: t, Policy: c.opts.Policy, Algorithm: c.opts.Algorithm,
+		RateLimit: c.opts.RateLimit, Clock: scheduler.SystemClock{},
+	})
+	if err != nil {
+		// New validated the policy and rate limit already.
+		panic(fmt.Sprintf("scheduler for %s: %v", t, err))
+	}
+	e := &engine{c: c, gpuType: t, eng: eng, written: map[api.JobID]written{}}
+	e.loop = scheduler.NewLoop(eng, e, scheduler.SystemClock{})
+	e.loop.OnError = func(err error) { c.log.Error(err, "scheduler", "gpuType", t) }
+	e.loop.AfterRound = func(en *scheduler.Engine, _ api.Plan) { e.persistAll(c.runCtx, en) }
+	return e
+}
+
+// start runs the loop, and the periodic write of every job's counters.
+func (e *engine) start(ctx context.Context) {
+	go func() { _ = e.loop.Run(ctx) }()
+	go func() {
+		t := time.NewTicker(e.c.opts.SyncPeriod)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = e.loop.Do(ctx, func(en *scheduler.Engine) error {
+					e.persistAll(ctx, en)
+					return nil
+				})
+			}
+		}
+	}()
+}
+
+// Apply carries out an action by writing the job's new state into its
+// TrainingJob status; the job's reconciler then converges the MPIJob and
+// the pods. It implements scheduler.Backend.
+func (e *engine) Apply(ctx context.Context, a api.Action) error {
+	j, ok := e.eng.Job(a.Job)
+	if !ok {
+		return fmt.Errorf("job %s is not known", a.Job)
+	}
+	if err := e.persist(ctx, j, true); err != nil {
+		return err
+	}
+	reason, msg := describe(a, j)
+	e.c.event(a.Job, corev1.EventTypeNormal, reason, msg)
+	return nil
+}
+
+// describe phrases an action as an Event.
+func describe(a api.Action, j scheduler.Job) (reason, msg string) {
+	why := ""
+	if a.Reason != "" {
+		why = " (" + a.Reason + ")"
+	}
+	switch a.Kind {
+	case api.ActionStart:
+		verb := "Started"
+		if j.Preemptions > 0 {
+			verb = "Resumed"
+		}
+		return verb, fmt.Sprintf("%s with %d workers on %s%s", verb, a.To, nodeList(a.Nodes), why)
+	case api.ActionScaleIn, api.ActionScaleOut:
+		return "Scaled", fmt.Sprintf("Scaled %d→%d workers, on %s%s", a.From, a.To, nodeList(a.Nodes), why)
+	case api.ActionHalt:
+		return "Preempted", fmt.Sprintf("Preempted: %d workers released%s", a.From, why)
+	case api.ActionMigrate:
+		moves := make([]string, len(a.Moves))
+		for i, m := range a.Moves {
+			moves[i] = fmt.Sprintf("worker-%d %s→%s", m.Index, m.From, m.To)
+		}
+		return "Migrated", "Migrated " + strings.Join(moves, ", ") + why
+	}
+	return string(a.Kind), a.String()
+}
+
+// nodeList names the distinct nodes of a placement in worker order.
+func nodeList(nodes []api.NodeName) string {
+	var names []string
+	for _, s := range api.Slots(nodes) {
+		names = append(names, string(s.Node))
+	}
+	return strings.Join(names, ", ")
+}
+
+// persistAll writes every job whose decision changed, and every job's
+// counters once per sync period.
+func (e *engine) persistAll(ctx context.Context, en *scheduler.Engine) {
+	for _, j := range en.Jobs() {
+		if err := e.persist(ctx, j, false); err != nil {
+			e.c.log.Error(err, "write status", "job", j.ID)
+		}
+	}
+}
+
+// persist writes a job's record into its TrainingJob status. Unless force
+// is set it skips a write that would change only the counters within the
+// sync period, or nothing at all.
+func (e *engine) persist(ctx context.Context, j scheduler.Job, force bool) error {
+	now := time.Now()
+	s := statusOf(j, now)
+	if s.Phase == v1alpha1.PhaseWaiting && e.eng.GPUs() == 0 {
+		s.Message = fmt.Sprintf("no schedulable nodes of GPU type %s: label GPU nodes with %s=%s",
+			e.gpuType, v1alpha1.AcceleratorLabel, e.gpuType)
+	}
+	if w, ok := e.written[j.ID]; ok && !force && sameDecision(w.status, s) &&
+		(s.Phase.Final() || now.Sub(w.at) < e.c.opts.SyncPeriod) {
+		return nil
+	}
+	data, err := statusPatch(s)
+	if err != nil {
+		return err
+	}
+	tj := &v1alpha1.TrainingJob{}
+	key := jobKey(j.ID)
+	tj.Namespace, tj.Name = key.Namespace, key.Name
+	if err := e.c.client.Status().Patch(ctx, tj, client.RawPatch("application/merge-patch+json", data)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // deleted; the reconciler tells the engine
+		}
+		return fmt.Errorf("write status of %s: %w", j.ID, err)
+	}
+	e.written[j.ID] = written{status: s, at: now}
+	return nil
+}
+
+// admit makes sure the engine knows a TrainingJob: a new one is submitted;
+// one that has a status but is unknown here (its GPU type's engine was
+// just created) is restored from it.
+func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob) error {
+	id := jobID(client.ObjectKeyFromObject(tj))
+	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
+		if _, ok := en.Job(id); ok {
+			return nil
+		}
+		switch {
+		case tj.Status.Phase == "" || tj.Status.Phase == v1alpha1.PhaseSubmitted:
+			if err := en.Step(scheduler.JobSubmitted{ID: id, Spec: specOf(tj.Spec), Remaining: -1}); err != nil {
+				return err
+			}
+			e.c.event(id, corev1.EventTypeNormal, "Submitted",
+				fmt.Sprintf("Queued for GPU type %s with %d–%d workers", e.gpuType, tj.Spec.MinWorkers, tj.Spec.MaxWorkers))
+		default:
+			rec := recordOf(tj, time.Now())
+			if err := en.Restore([]scheduler.Job{rec}); err != nil {
+				rec.Phase, rec.Workers, rec.Nodes = api.PhaseWaiting, 0, nil
+				if err := en.Restore([]scheduler.Job{rec}); err != nil {
+					return err
+				}
+			}
+		}
+		j, _ := en.Job(id)
+		return e.persist(ctx, j, true)
+	})
+}
+
+// finish tells the engine a job ended, and writes it down.
+func (e *engine) finish(ctx context.Context, id api.JobID, failed bool, msg string) error {
+	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
+		var ev scheduler.Event = scheduler.JobCompleted{ID: id}
+		reason, words := "Completed", "Training completed"
+		if failed {
+			ev, reason, words = scheduler.JobFailed{ID: id, Reason: msg}, "Failed", "Training failed"
+		}
+		if msg != "" {
+			words += ": " + msg
+		}
+		if err := en.Step(ev); err != nil {
+			return err
+		}
+		e.c.event(id, eventType(failed), reason, words)
+		j, _ := en.Job(id)
+		return e.persist(ctx, j, true)
+	})
+}
+
+// forget drops a deleted job.
+func (e *engine) forget(ctx context.Context, id api.JobID) error {
+	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
+		delete(e.written, id)
+		if _, ok := en.Job(id); !ok {
+			return nil
+		}
+		return en.Step(scheduler.JobDeleted{ID: id})
+	})
+}
+
+func eventType(warning bool) string {
+	if warning {
+		return corev1.EventTypeWarning
+	}
+	return corev1.EventTypeNormal
+}
+
+// event records a Kubernetes Event on a TrainingJob.
+func (c *Controller) event(id api.JobID, typ, reason, msg string) {
+	key := jobKey(id)
+	tj := &v1alpha1.TrainingJob{}
+	if err := c.client.Get(context.Background(), key, tj); err != nil {
+		tj.Namespace, tj.Name = key.Namespace, key.Name
+	}
+	c.recorder.Event(tj, typ, reason, msg)
+	c.log.Info(msg, "job", id)
+}

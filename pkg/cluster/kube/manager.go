@@ -1,0 +1,128 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+)
+
+// ManagerOptions configure the process around the controller.
+type ManagerOptions struct {
+	Options
+	// Namespace restricts the TrainingJobs watched; empty means all.
+	Namespace string
+	// MetricsAddr and HealthAddr are where metrics and the health probes
+	// are served; "0" disables them.
+	MetricsAddr, HealthAddr string
+	// LeaderElect turns on leader election, in LeaderElectionNamespace
+	// (empty: the namespace the pod runs in, which must then be known).
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	// LeaderElectionID names the Lease; empty means "voda-controller".
+	LeaderElectionID string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election;
+	// zero means 15 s, 10 s and 2 s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// Scheme returns a scheme with the built-in kinds and TrainingJobs.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// NewManager builds a controller-runtime manager running the controller.
+func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, *Controller, error) {
+	hasJob, err := labels.NewRequirement(v1alpha1.JobLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	co := cache.Options{
+		// Only pods of TrainingJobs are cached, not every pod of the cluster.
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasJob)},
+		},
+	}
+	if opts.Namespace != "" {
+		co.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
+	}
+	id := opts.LeaderElectionID
+	if id == "" {
+		id = "voda-controller"
+	}
+	mo := ctrl.Options{
+		Scheme: Scheme(),
+		Logger: opts.Log,
+		Cache:  co,
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		// Tests run several managers in one process.
+		Controller:              config.Controller{SkipNameValidation: &skipNameValidation},
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.HealthAddr,
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        id,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		LeaseDuration:           orDefault(opts.LeaseDuration, 15*time.Second),
+		RenewDeadline:           orDefault(opts.RenewDeadline, 10*time.Second),
+		RetryPeriod:             orDefault(opts.RetryPeriod, 2*time.Second),
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
+	if err != nil {
+		return nil, nil, fmt.Errorf("manager: %w", err)
+	}
+	c, err := New(mgr.GetClient(), mgr.GetCache(), mgr.GetEventRecorderFor("voda-scheduler"), opts.Options)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.Setup(mgr); err != nil {
+		return nil, nil, err
+	}
+	if opts.HealthAddr != "0" && opts.HealthAddr != "" {
+		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+			return nil, nil, err
+		}
+		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+			return nil, nil, err
+		}
+	}
+	return mgr, c, nil
+}
+
+var skipNameValidation = true
+
+func orDefault(d, def time.Duration) *time.Duration {
+	if d == 0 {
+		d = def
+	}
+	return &d
+}
+
+// Run runs the controller until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, opts ManagerOptions) error {
+	mgr, _, err := NewManager(cfg, opts)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,166 @@
+package kube
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+)
+
+// MPIJobGVK is the Kubeflow MPIJob kind Voda creates for a TrainingJob.
+var MPIJobGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v2beta1", Kind: "MPIJob"}
+
+// newMPIJobObject returns an empty MPIJob for the client to fill.
+func newMPIJobObject() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(MPIJobGVK)
+	return u
+}
+
+// buildMPIJob returns the MPIJob that runs tj with the given number of
+// workers: the user's template plus Voda's label, the placement gate and one
+// GPU per worker. It has the TrainingJob as controlling owner, so deleting
+// the TrainingJob deletes it.
+func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32) (*unstructured.Unstructured, error) {
+	t := tj.Spec.Template.MPIJob
+	if t == nil {
+		return nil, fmt.Errorf("training job %s/%s has no template.mpiJob", tj.Namespace, tj.Name)
+	}
+	worker := workerTemplate(tj.Name, t.Worker)
+	launcher := t.Launcher.DeepCopy()
+	addLabel(&launcher.ObjectMeta, v1alpha1.JobLabel, tj.Name)
+
+	wt, err := runtime.DefaultUnstructuredConverter.ToUnstructured(worker)
+	if err != nil {
+		return nil, fmt.Errorf("worker template: %w", err)
+	}
+	lt, err := runtime.DefaultUnstructuredConverter.ToUnstructured(launcher)
+	if err != nil {
+		return nil, fmt.Errorf("launcher template: %w", err)
+	}
+	spec := map[string]any{
+		"slotsPerWorker":         int64(1),
+		"launcherCreationPolicy": "WaitForWorkersReady",
+		"runPolicy": map[string]any{
+			"suspend":        false,
+			"cleanPodPolicy": "Running",
+		},
+		"mpiReplicaSpecs": map[string]any{
+			"Launcher": map[string]any{"replicas": int64(1), "template": lt},
+			"Worker":   map[string]any{"replicas": int64(workers), "template": wt},
+		},
+	}
+	if t.SlotsPerWorker != nil {
+		spec["slotsPerWorker"] = int64(*t.SlotsPerWorker)
+	}
+	if t.MPIImplementation != "" {
+		spec["mpiImplementation"] = t.MPIImplementation
+	}
+	if t.SSHAuthMountPath != "" {
+		spec["sshAuthMountPath"] = t.SSHAuthMountPath
+	}
+	u := newMPIJobObject()
+	u.SetName(tj.Name)
+	u.SetNamespace(tj.Namespace)
+	u.SetLabels(map[string]string{v1alpha1.JobLabel: tj.Name})
+	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(tj, v1alpha1.GroupVersion.WithKind("TrainingJob"))})
+	u.Object["spec"] = spec
+	return u, nil
+}
+
+// workerTemplate adds Voda's label and scheduling gate to the worker pod
+// template, and one GPU to its first container unless it asks for GPUs.
+func workerTemplate(job string, in corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+	t := in.DeepCopy()
+	addLabel(&t.ObjectMeta, v1alpha1.JobLabel, job)
+	gated := false
+	for _, g := range t.Spec.SchedulingGates {
+		gated = gated || g.Name == v1alpha1.PlacementGate
+	}
+	if !gated {
+		t.Spec.SchedulingGates = append(t.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: v1alpha1.PlacementGate})
+	}
+	if len(t.Spec.Containers) > 0 {
+		c := &t.Spec.Containers[0]
+		if _, ok := c.Resources.Limits[v1alpha1.GPUResource]; !ok {
+			if c.Resources.Limits == nil {
+				c.Resources.Limits = corev1.ResourceList{}
+			}
+			c.Resources.Limits[v1alpha1.GPUResource] = resource.MustParse("1")
+		}
+	}
+	return t
+}
+
+func addLabel(m *metav1.ObjectMeta, k, v string) {
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[k] = v
+}
+
+// mpiState is what Voda reads back from an MPIJob.
+type mpiState struct {
+	replicas  int32
+	suspended bool
+	// succeeded or failed, with the condition's message.
+	succeeded, failed bool
+	message           string
+}
+
+func readMPIJob(u *unstructured.Unstructured) mpiState {
+	var s mpiState
+	if r, ok, _ := unstructured.NestedInt64(u.Object, "spec", "mpiReplicaSpecs", "Worker", "replicas"); ok {
+		s.replicas = int32(r)
+	}
+	s.suspended, _, _ = unstructured.NestedBool(u.Object, "spec", "runPolicy", "suspend")
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["status"] != string(corev1.ConditionTrue) {
+			continue
+		}
+		msg, _ := m["message"].(string)
+		switch m["type"] {
+		case "Succeeded":
+			s.succeeded, s.message = true, msg
+		case "Failed":
+			s.failed, s.message = true, msg
+		}
+	}
+	return s
+}
+
+// workerIndex returns the worker index of a pod the operator named
+// <job>-worker-<i>.
+func workerIndex(job, pod string) (int, bool) {
+	rest, ok := strings.CutPrefix(pod, job+"-worker-")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest)
+	return i, err == nil && i >= 0
+}
+
+// gated reports whether the pod still carries Voda's scheduling gate.
+func gated(p *corev1.Pod) bool {
+	for _, g := range p.Spec.SchedulingGates {
+		if g.Name == v1alpha1.PlacementGate {
+			return true
+		}
+	}
+	return false
+}
+
+// fromUnstructured decodes an unstructured map into a typed object.
+func fromUnstructured(m map[string]any, into any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(m, into)
+}

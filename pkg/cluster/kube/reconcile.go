@@ -1,0 +1,308 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/scheduler"
+)
+
+// Setup registers the controller and its reconcilers with a manager.
+func (c *Controller) Setup(mgr ctrl.Manager) error {
+	if err := mgr.Add(c); err != nil {
+		return err
+	}
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("trainingjob").
+		For(&v1alpha1.TrainingJob{}).
+		Owns(newMPIJobObject()).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToJob)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(reconcile.Func(c.reconcileJob))
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("node").
+		For(&corev1.Node{}).
+		Complete(reconcile.Func(c.reconcileNode))
+}
+
+// podToJob maps a pod of a TrainingJob (worker or launcher) to its job.
+func podToJob(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[v1alpha1.JobLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// nodeInfo is what an engine knows of a node.
+type nodeInfo struct {
+	gpuType  api.GPUType
+	gpus     int
+	hostname string
+}
+
+func (n nodeInfo) usable() bool { return n.gpuType != "" && n.gpus > 0 }
+
+func (n nodeInfo) node(name string) api.Node { return api.Node{Name: api.NodeName(name), GPUs: n.gpus} }
+
+// nodeInfoOf reads a node: its GPU type from the accelerator label and its
+// GPUs from the allocatable nvidia.com/gpu. A node that is not Ready or is
+// cordoned offers nothing.
+func nodeInfoOf(n *corev1.Node) nodeInfo {
+	info := nodeInfo{hostname: n.Labels[corev1.LabelHostname]}
+	if info.hostname == "" {
+		info.hostname = n.Name
+	}
+	if n.DeletionTimestamp != nil || n.Spec.Unschedulable {
+		return info
+	}
+	ready := false
+	for _, c := range n.Status.Conditions {
+		ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+	}
+	q, ok := n.Status.Allocatable[v1alpha1.GPUResource]
+	if !ready || !ok {
+		return info
+	}
+	info.gpuType = api.GPUType(n.Labels[v1alpha1.AcceleratorLabel])
+	info.gpus = int(q.Value())
+	return info
+}
+
+// reconcileNode tells the engines about a node that joined, left or
+// changed GPU type or capacity.
+func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if !c.waitReady(ctx) {
+		return reconcile.Result{}, ctx.Err()
+	}
+	var n corev1.Node
+	info := nodeInfo{}
+	switch err := c.client.Get(ctx, req.NamespacedName, &n); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return reconcile.Result{}, err
+	default:
+		info = nodeInfoOf(&n)
+	}
+	if !c.handles(info.gpuType) {
+		info.gpuType, info.gpus = "", 0
+	}
+	c.mu.Lock()
+	old := c.nodes[req.Name]
+	c.nodes[req.Name] = info
+	c.mu.Unlock()
+	if old.gpuType == info.gpuType && old.gpus == info.gpus {
+		return reconcile.Result{}, nil
+	}
+	if old.usable() && (old.gpuType != info.gpuType || !info.usable()) {
+		if err := c.engineFor(old.gpuType).loop.Send(ctx, scheduler.NodeRemoved{Name: api.NodeName(req.Name)}); err != nil {
+			return reconcile.Result{}, err
+		}
+		c.log.Info("node left", "node", req.Name, "gpuType", old.gpuType)
+	}
+	if info.usable() {
+		if err := c.engineFor(info.gpuType).loop.Send(ctx, scheduler.NodeSet{Node: info.node(req.Name)}); err != nil {
+			return reconcile.Result{}, err
+		}
+		c.log.Info("node joined", "node", req.Name, "gpuType", info.gpuType, "gpus", info.gpus)
+	}
+	return reconcile.Result{}, nil
+}
+
+// hostname returns the kubernetes.io/hostname of a node.
+func (c *Controller) hostname(node string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h := c.nodes[node].hostname; h != "" {
+		return h
+	}
+	return node
+}
+
+// reconcileJob keeps one TrainingJob, its engine's record and its MPIJob
+// and pods in step.
+func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if !c.waitReady(ctx) {
+		return reconcile.Result{}, ctx.Err()
+	}
+	id := jobID(req.NamespacedName)
+	var tj v1alpha1.TrainingJob
+	err := c.client.Get(ctx, req.NamespacedName, &tj)
+	if apierrors.IsNotFound(err) || (err == nil && tj.DeletionTimestamp != nil) {
+		// Owner references let the garbage collector delete the MPIJob.
+		return reconcile.Result{}, c.forget(ctx, id)
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	gt := api.GPUType(tj.Spec.GPUType)
+	if !c.handles(gt) {
+		return reconcile.Result{}, nil
+	}
+	c.mu.Lock()
+	c.jobTypes[id] = gt
+	c.mu.Unlock()
+	e := c.engineFor(gt)
+	if err := e.admit(ctx, &tj); err != nil {
+		return reconcile.Result{}, fmt.Errorf("admit %s: %w", id, err)
+	}
+	if tj.Status.Phase.Final() {
+		return reconcile.Result{}, nil
+	}
+	mpi := newMPIJobObject()
+	switch err := c.client.Get(ctx, req.NamespacedName, mpi); {
+	case apierrors.IsNotFound(err):
+		mpi = nil
+	case err != nil:
+		return reconcile.Result{}, err
+	}
+	if mpi != nil {
+		if st := readMPIJob(mpi); st.succeeded || st.failed {
+			return reconcile.Result{}, e.finish(ctx, id, st.failed, st.message)
+		}
+	}
+	switch tj.Status.Phase {
+	case v1alpha1.PhaseRunning:
+		return reconcile.Result{}, c.convergeRunning(ctx, &tj, mpi)
+	case v1alpha1.PhaseWaiting:
+		if mpi != nil && !readMPIJob(mpi).suspended {
+			return reconcile.Result{}, c.patchMPIJob(ctx, mpi, true, readMPIJob(mpi).replicas)
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// forget tells the engine of a deleted job.
+func (c *Controller) forget(ctx context.Context, id api.JobID) error {
+	c.mu.Lock()
+	gt, ok := c.jobTypes[id]
+	delete(c.jobTypes, id)
+	c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return c.engineFor(gt).forget(ctx, id)
+}
+
+// convergeRunning makes the MPIJob run the status's allocation and its
+// workers sit on the status's placement.
+func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJob, mpi *unstructured.Unstructured) error {
+	n := tj.Status.Workers
+	placement := tj.Status.Placement
+	if int(n) != len(placement) || n < 1 {
+		return fmt.Errorf("status of %s/%s runs %d workers but places %d", tj.Namespace, tj.Name, n, len(placement))
+	}
+	if mpi == nil {
+		u, err := buildMPIJob(tj, n)
+		if err != nil {
+			return err
+		}
+		if err := c.client.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create MPIJob: %w", err)
+		}
+	} else if st := readMPIJob(mpi); st.suspended || st.replicas != n {
+		if err := c.patchMPIJob(ctx, mpi, false, n); err != nil {
+			return err
+		}
+	}
+
+	var pods corev1.PodList
+	if err := c.client.List(ctx, &pods, client.InNamespace(tj.Namespace), client.MatchingLabels{v1alpha1.JobLabel: tj.Name}); err != nil {
+		return err
+	}
+	present := make([]bool, n)
+	var waiting []*corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		idx, ok := workerIndex(tj.Name, p.Name)
+		if !ok || idx >= int(n) || p.DeletionTimestamp != nil {
+			continue
+		}
+		present[idx] = true
+		want := c.hostname(placement[idx])
+		if gated(p) {
+			waiting = append(waiting, p)
+			continue
+		}
+		if on := podHost(c, p); on != "" && on != want {
+			// A worker on the wrong node: delete it, the operator recreates
+			// it gated, and it is ungated onto its new node.
+			if err := c.client.Delete(ctx, p); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("migrate %s: %w", p.Name, err)
+			}
+			present[idx] = false
+		}
+	}
+	if len(waiting) == 0 || slices.Contains(present, false) {
+		return nil // gang: nothing is ungated before every worker has a pod
+	}
+	for _, p := range waiting {
+		idx, _ := workerIndex(tj.Name, p.Name)
+		if err := c.ungate(ctx, p, c.hostname(placement[idx])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// podHost is the hostname a pod runs on or is bound for, if any.
+func podHost(c *Controller, p *corev1.Pod) string {
+	if p.Spec.NodeName != "" {
+		return c.hostname(p.Spec.NodeName)
+	}
+	return p.Spec.NodeSelector[corev1.LabelHostname]
+}
+
+// ungate pins a gated worker to its node and lets the scheduler bind it. A
+// JSON patch rather than an update: the kubelet side (here kwok) and the
+// operator touch the pod too, and the gate list is all Voda changes.
+func (c *Controller) ungate(ctx context.Context, p *corev1.Pod, host string) error {
+	sel := maps.Clone(p.Spec.NodeSelector)
+	if sel == nil {
+		sel = map[string]string{}
+	}
+	sel[corev1.LabelHostname] = host
+	gates := slices.DeleteFunc(slices.Clone(p.Spec.SchedulingGates), func(g corev1.PodSchedulingGate) bool {
+		return g.Name == v1alpha1.PlacementGate
+	})
+	ops := []map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": p.UID},
+		{"op": "add", "path": "/spec/nodeSelector", "value": sel},
+		{"op": "add", "path": "/spec/schedulingGates", "value": gates},
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	if err := c.client.Patch(ctx, p, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("ungate %s onto %s: %w", p.Name, host, err)
+	}
+	return nil
+}
+
+// patchMPIJob sets an MPIJob's suspension and worker replicas.
+func (c *Controller) patchMPIJob(ctx context.Context, mpi *unstructured.Unstructured, suspend bool, workers int32) error {
+	patch := fmt.Appendf(nil, `{"spec":{"runPolicy":{"suspend":%t},"mpiReplicaSpecs":{"Worker":{"replicas":%d}}}}`, suspend, workers)
+	if err := c.client.Patch(ctx, mpi, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("patch MPIJob %s: %w", mpi.GetName(), err)
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package kube
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/scheduler"
+)
+
+// jobID names a TrainingJob inside the engines: namespace/name.
+func jobID(n types.NamespacedName) api.JobID { return api.JobID(n.Namespace + "/" + n.Name) }
+
+// jobKey is the inverse of jobID.
+func jobKey(id api.JobID) types.NamespacedName {
+	ns, name, _ := strings.Cut(string(id), "/")
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+// specOf turns a TrainingJob spec into the engine's job spec.
+func specOf(s v1alpha1.TrainingJobSpec) api.JobSpec {
+	return api.JobSpec{
+		GPUType:          api.GPUType(s.GPUType),
+		MinWorkers:       int(s.MinWorkers),
+		MaxWorkers:       int(s.MaxWorkers),
+		RequestedWorkers: int(s.RequestedWorkers),
+		Priority:         int(s.Priority),
+		Epochs:           int(s.Epochs),
+		Category:         s.Category,
+	}
+}
+
+// statusOf turns the engine's record of a job into the TrainingJob status,
+// counters as of now.
+func statusOf(j scheduler.Job, now time.Time) v1alpha1.TrainingJobStatus {
+	s := v1alpha1.TrainingJobStatus{
+		Phase:                 v1alpha1.Phase(j.Phase),
+		Message:               j.Message,
+		Workers:               int32(j.Workers),
+		Queue:                 int32(j.Queue),
+		SubmitTime:            timeOf(j.Submitted),
+		FirstStartTime:        timeOf(j.FirstStarted),
+		LastStartTime:         timeOf(j.LastStarted),
+		FinishTime:            timeOf(j.Finished),
+		WaitingMillis:         millis(j.WaitingSeconds),
+		RunningMillis:         millis(j.RunningSeconds),
+		GPUMillis:             millis(j.GPUSeconds),
+		SinceStartGPUMillis:   millis(j.SinceStartGPUSeconds),
+		LastRunMillis:         millis(j.LastRunSeconds),
+		WaitingSinceRunMillis: millis(j.WaitingSinceRunSeconds),
+		AccountedTime:         timeOf(now),
+		Waiting:               words(j.WaitingSeconds),
+		Running:               words(j.RunningSeconds),
+		Rescales:              int32(j.Rescales),
+		Restarts:              int32(j.Restarts),
+		Preemptions:           int32(j.Preemptions),
+	}
+	for _, n := range j.Nodes {
+		s.Placement = append(s.Placement, string(n))
+	}
+	if j.Remaining >= 0 && !math.IsInf(j.Remaining, 0) && !math.IsNaN(j.Remaining) {
+		r := int64(math.Round(j.Remaining))
+		s.RemainingSeconds = &r
+	}
+	return s
+}
+
+// recordOf rebuilds the engine's record of a job from its TrainingJob,
+// bringing the counters from the status's AccountedTime up to now: the time
+// the controller was away still counts.
+func recordOf(tj *v1alpha1.TrainingJob, now time.Time) scheduler.Job {
+	s := tj.Status
+	j := scheduler.Job{
+		ID:                     jobID(types.NamespacedName{Namespace: tj.Namespace, Name: tj.Name}),
+		Spec:                   specOf(tj.Spec),
+		Phase:                  api.Phase(s.Phase),
+		Workers:                int(s.Workers),
+		Queue:                  int(s.Queue),
+		Submitted:              timeFrom(s.SubmitTime),
+		FirstStarted:           timeFrom(s.FirstStartTime),
+		LastStarted:            timeFrom(s.LastStartTime),
+		Finished:               timeFrom(s.FinishTime),
+		WaitingSeconds:         seconds(s.WaitingMillis),
+		RunningSeconds:         seconds(s.RunningMillis),
+		GPUSeconds:             seconds(s.GPUMillis),
+		SinceStartGPUSeconds:   seconds(s.SinceStartGPUMillis),
+		LastRunSeconds:         seconds(s.LastRunMillis),
+		WaitingSinceRunSeconds: seconds(s.WaitingSinceRunMillis),
+		Rescales:               int(s.Rescales),
+		Restarts:               int(s.Restarts),
+		Preemptions:            int(s.Preemptions),
+		Remaining:              -1,
+		Message:                s.Message,
+	}
+	if j.Submitted.IsZero() {
+		j.Submitted = tj.CreationTimestamp.Time
+	}
+	for _, n := range s.Placement {
+		j.Nodes = append(j.Nodes, api.NodeName(n))
+	}
+	if s.RemainingSeconds != nil {
+		j.Remaining = float64(*s.RemainingSeconds)
+	}
+	if s.AccountedTime != nil && now.After(s.AccountedTime.Time) {
+		gap := now.Sub(s.AccountedTime.Time).Seconds()
+		switch j.Phase {
+		case api.PhaseRunning:
+			j.RunningSeconds += gap
+			j.GPUSeconds += gap * float64(j.Workers)
+			j.SinceStartGPUSeconds += gap * float64(j.Workers)
+		case api.PhaseWaiting, api.PhaseSubmitted:
+			j.WaitingSeconds += gap
+			j.WaitingSinceRunSeconds += gap
+		}
+	}
+	return j
+}
+
+// sameDecision reports whether two statuses differ only in their counters,
+// which are rewritten periodically rather than on every round.
+func sameDecision(a, b v1alpha1.TrainingJobStatus) bool {
+	strip := func(s v1alpha1.TrainingJobStatus) v1alpha1.TrainingJobStatus {
+		s.WaitingMillis, s.RunningMillis, s.GPUMillis, s.SinceStartGPUMillis = 0, 0, 0, 0
+		s.LastRunMillis, s.WaitingSinceRunMillis = 0, 0
+		s.AccountedTime, s.Waiting, s.Running = nil, "", ""
+		return s
+	}
+	return reflect.DeepEqual(strip(a), strip(b))
+}
+
+// statusPatch is a JSON merge patch that sets the whole status: fields that
+// are empty in s are removed rather than left as they were.
+func statusPatch(s v1alpha1.TrainingJobStatus) ([]byte, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	t := reflect.TypeOf(s)
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if _, ok := m[name]; !ok {
+			m[name] = nil
+		}
+	}
+	return json.Marshal(map[string]any{"status": m})
+}
+
+func timeOf(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	mt := metav1.NewTime(t)
+	return &mt
+}
+
+func timeFrom(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+func millis(s float64) int64 { return int64(math.Round(s * 1000)) }
+
+func seconds(ms int64) float64 { return float64(ms) / 1000 }
+
+// words formats seconds for kubectl: "5m3s".
+func words(s float64) string {
+	return (time.Duration(math.Round(s)) * time.Second).String()
+}

@@ -1,0 +1,214 @@
+package kube
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/scheduler"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func testJob() *v1alpha1.TrainingJob {
+	return &v1alpha1.TrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bert", UID: "u1", CreationTimestamp: metav1.NewTime(t0)},
+		Spec: v1alpha1.TrainingJobSpec{GPUType: "v100", MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 2, Priority: 1, Epochs: 10, Category: "bert",
+			Template: v1alpha1.TrainingJobTemplate{MPIJob: &v1alpha1.MPIJobTemplate{
+				Launcher: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "l", Image: "i"}}}},
+				Worker: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"team": "nlp"}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "w", Image: "i"}}},
+				},
+			}}},
+	}
+}
+
+// A record written to a status and read back is the same record, with the
+// time the controller was away added to the running counters.
+func TestStatusRoundTrip(t *testing.T) {
+	rec := scheduler.Job{
+		ID: "ns/bert", Spec: specOf(testJob().Spec), Phase: api.PhaseRunning,
+		Workers: 2, Nodes: []api.NodeName{"n1", "n2"}, Queue: 1,
+		Submitted: t0, FirstStarted: t0.Add(time.Minute), LastStarted: t0.Add(2 * time.Minute),
+		WaitingSeconds: 60, RunningSeconds: 120.5, GPUSeconds: 241, SinceStartGPUSeconds: 100,
+		LastRunSeconds: 30, WaitingSinceRunSeconds: 5, Rescales: 2, Restarts: 1, Preemptions: 1,
+		Remaining: 900, Message: "running",
+	}
+	tj := testJob()
+	tj.Status = statusOf(rec, t0.Add(3*time.Minute))
+	if tj.Status.Running != "2m1s" || tj.Status.Waiting != "1m0s" {
+		t.Errorf("words: running %q waiting %q", tj.Status.Running, tj.Status.Waiting)
+	}
+	back := recordOf(tj, t0.Add(3*time.Minute+10*time.Second))
+	want := rec
+	want.RunningSeconds += 10
+	want.GPUSeconds += 20
+	want.SinceStartGPUSeconds += 20
+	if d := cmp.Diff(want, back, cmp.AllowUnexported(scheduler.Job{})); d != "" {
+		t.Errorf("round trip (-want +got):\n%s", d)
+	}
+}
+
+// A waiting job's away time counts as waiting.
+func TestRecordOfWaiting(t *testing.T) {
+	tj := testJob()
+	tj.Status = v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseWaiting, WaitingMillis: 5000, AccountedTime: &metav1.Time{Time: t0}}
+	r := recordOf(tj, t0.Add(7*time.Second))
+	if r.WaitingSeconds != 12 || r.WaitingSinceRunSeconds != 7 || r.Submitted != t0 || r.Remaining != -1 {
+		t.Errorf("record %+v", r)
+	}
+}
+
+// The status patch clears what the new status leaves empty.
+func TestStatusPatchClears(t *testing.T) {
+	data, err := statusPatch(v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseWaiting, Message: "waiting"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	s := m["status"]
+	if s["phase"] != "Waiting" || s["message"] != "waiting" {
+		t.Errorf("patch %s", data)
+	}
+	for _, k := range []string{"placement", "workers", "lastStartTime", "remainingSeconds"} {
+		if v, ok := s[k]; !ok || v != nil {
+			t.Errorf("patch %s: %s is %v, want null", data, k, v)
+		}
+	}
+}
+
+func TestSameDecisionIgnoresCounters(t *testing.T) {
+	a := v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseRunning, Workers: 2, RunningMillis: 5, Running: "0s"}
+	b := a
+	b.RunningMillis, b.Running = 9000, "9s"
+	if !sameDecision(a, b) {
+		t.Error("counters alone changed the decision")
+	}
+	b.Workers = 3
+	if sameDecision(a, b) {
+		t.Error("a new allocation is the same decision")
+	}
+}
+
+// The MPIJob carries the user's template plus Voda's gate, label and GPU,
+// and belongs to the TrainingJob.
+func TestBuildMPIJob(t *testing.T) {
+	u, err := buildMPIJob(testJob(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.GetName() != "bert" || u.GetNamespace() != "ns" || u.GetLabels()[v1alpha1.JobLabel] != "bert" {
+		t.Errorf("metadata %v", u.Object["metadata"])
+	}
+	refs := u.GetOwnerReferences()
+	if len(refs) != 1 || refs[0].Kind != "TrainingJob" || refs[0].UID != "u1" || refs[0].Controller == nil || !*refs[0].Controller {
+		t.Errorf("owner references %+v", refs)
+	}
+	st := readMPIJob(u)
+	if st.replicas != 3 || st.suspended {
+		t.Errorf("state %+v", st)
+	}
+	w, _, _ := unstructured.NestedMap(u.Object, "spec", "mpiReplicaSpecs", "Worker", "template")
+	var tpl corev1.PodTemplateSpec
+	if err := fromUnstructured(w, &tpl); err != nil {
+		t.Fatal(err)
+	}
+	if tpl.Labels["team"] != "nlp" || tpl.Labels[v1alpha1.JobLabel] != "bert" {
+		t.Errorf("worker labels %v", tpl.Labels)
+	}
+	if len(tpl.Spec.SchedulingGates) != 1 || tpl.Spec.SchedulingGates[0].Name != v1alpha1.PlacementGate {
+		t.Errorf("gates %v", tpl.Spec.SchedulingGates)
+	}
+	if q := tpl.Spec.Containers[0].Resources.Limits[v1alpha1.GPUResource]; q.Value() != 1 {
+		t.Errorf("GPU limit %v", q)
+	}
+	if p, _, _ := unstructured.NestedString(u.Object, "spec", "launcherCreationPolicy"); p != "WaitForWorkersReady" {
+		t.Errorf("launcherCreationPolicy %q", p)
+	}
+	// The user's template is not changed.
+	if len(testJob().Spec.Template.MPIJob.Worker.Spec.SchedulingGates) != 0 {
+		t.Error("template mutated")
+	}
+}
+
+func TestReadMPIJobConditions(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
+		map[string]any{"type": "Running", "status": "False"},
+		map[string]any{"type": "Succeeded", "status": "True", "message": "done"},
+	}}}}
+	if st := readMPIJob(u); !st.succeeded || st.failed || st.message != "done" {
+		t.Errorf("state %+v", st)
+	}
+}
+
+func TestWorkerIndex(t *testing.T) {
+	for _, c := range []struct {
+		pod  string
+		want int
+		ok   bool
+	}{{"bert-worker-0", 0, true}, {"bert-worker-12", 12, true}, {"bert-launcher-x1", 0, false}, {"bert-worker-x", 0, false}, {"other-worker-1", 0, false}} {
+		if i, ok := workerIndex("bert", c.pod); i != c.want || ok != c.ok {
+			t.Errorf("workerIndex(%s) = %d, %v", c.pod, i, ok)
+		}
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	nodes := []api.NodeName{"gpu1", "gpu1", "gpu2", "gpu2"}
+	cases := []struct {
+		a    api.Action
+		j    scheduler.Job
+		want string
+	}{
+		{api.Action{Kind: api.ActionStart, To: 4, Nodes: nodes}, scheduler.Job{}, "Started with 4 workers on gpu1, gpu2"},
+		{api.Action{Kind: api.ActionStart, To: 2, Nodes: nodes[:2]}, scheduler.Job{Preemptions: 1}, "Resumed with 2 workers on gpu1"},
+		{api.Action{Kind: api.ActionScaleOut, From: 2, To: 4, Nodes: nodes}, scheduler.Job{}, "Scaled 2→4 workers, on gpu1, gpu2"},
+		{api.Action{Kind: api.ActionHalt, From: 2, Reason: "queue 1 below queue 0"}, scheduler.Job{}, "Preempted: 2 workers released (queue 1 below queue 0)"},
+		{api.Action{Kind: api.ActionMigrate, Moves: []api.WorkerMove{{Index: 3, From: "gpu1", To: "gpu2"}}}, scheduler.Job{}, "Migrated worker-3 gpu1→gpu2"},
+	}
+	for _, c := range cases {
+		if _, got := describe(c.a, c.j); got != c.want {
+			t.Errorf("describe(%v) = %q, want %q", c.a, got, c.want)
+		}
+	}
+}
+
+func TestNodeInfo(t *testing.T) {
+	ready := corev1.NodeStatus{
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		Allocatable: corev1.ResourceList{v1alpha1.GPUResource: *resourceQ(4)},
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1alpha1.AcceleratorLabel: "v100", corev1.LabelHostname: "host1"}}, Status: ready}
+	if got := nodeInfoOf(n); got != (nodeInfo{gpuType: "v100", gpus: 4, hostname: "host1"}) {
+		t.Errorf("ready node: %+v", got)
+	}
+	cordoned := n.DeepCopy()
+	cordoned.Spec.Unschedulable = true
+	unlabelled := n.DeepCopy()
+	delete(unlabelled.Labels, v1alpha1.AcceleratorLabel)
+	notReady := n.DeepCopy()
+	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
+	for name, n := range map[string]*corev1.Node{"cordoned": cordoned, "unlabelled": unlabelled, "not ready": notReady} {
+		if nodeInfoOf(n).usable() {
+			t.Errorf("%s node is usable", name)
+		}
+	}
+	if !strings.Contains(jobKey("a/b").String(), "a/b") {
+		t.Error("jobKey")
+	}
+}
+
+func resourceQ(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }

@@ -29,7 +29,7 @@ fi
 
 cd "$root"
 "$bin" object paths=./pkg/apis/... output:object:dir="$out/pkg/apis/vodascheduler/v1alpha1"
-"$bin" crd:maxDescLen=0 paths=./pkg/apis/... output:crd:dir="$out/deploy/crds"
+"$bin" crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=./pkg/apis/... output:crd:dir="$out/deploy/crds"
 
 if [ "${1:-}" = "--check" ]; then
 	stale=0

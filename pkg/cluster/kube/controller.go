@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -33,7 +34,8 @@ type Options struct {
 	// Policy is the scheduling policy of every engine; empty means
 	// ElasticFIFO.
 	Policy string
-	// Algorithm holds policy parameters (Tiresias thresholds and so on).
+	// Algorithm holds policy parameters (Tiresias thresholds and so on); the
+	// zero value means the defaults of the original Voda.
 	Algorithm algorithm.Config
 	// RateLimit is the minimum time between two reschedulings of one GPU
 	// type.
@@ -70,6 +72,9 @@ type Controller struct {
 func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) (*Controller, error) {
 	if opts.Policy == "" {
 		opts.Policy = DefaultPolicy
+	}
+	if reflect.ValueOf(opts.Algorithm).IsZero() {
+		opts.Algorithm = algorithm.DefaultConfig()
 	}
 	if _, err := algorithm.New(opts.Policy, opts.Algorithm); err != nil {
 		return nil, err
@@ -156,6 +161,9 @@ func (c *Controller) restore(ctx context.Context) error {
 				c.log.Error(err, "cannot restore", "job", rec.ID)
 				continue
 			}
+		}
+		if tj.Status.Phase == "" || tj.Status.Phase == v1alpha1.PhaseSubmitted {
+			e.submitted(tj) // created while no controller ran
 		}
 		restored++
 	}

@@ -174,8 +174,7 @@ func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 			if err := en.Step(scheduler.JobSubmitted{ID: id, Spec: specOf(tj.Spec), Remaining: -1}); err != nil {
 				return err
 			}
-			e.c.event(id, corev1.EventTypeNormal, "Submitted",
-				fmt.Sprintf("Queued for GPU type %s with %d–%d workers", e.gpuType, tj.Spec.MinWorkers, tj.Spec.MaxWorkers))
+			e.submitted(tj)
 		default:
 			rec := recordOf(tj, time.Now())
 			if err := en.Restore([]scheduler.Job{rec}); err != nil {
@@ -188,6 +187,12 @@ func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 		j, _ := en.Job(id)
 		return e.persist(ctx, j, true)
 	})
+}
+
+// submitted records the Event of a job's first admission.
+func (e *engine) submitted(tj *v1alpha1.TrainingJob) {
+	e.c.event(jobID(client.ObjectKeyFromObject(tj)), corev1.EventTypeNormal, "Submitted",
+		fmt.Sprintf("Queued for GPU type %s with %d–%d workers", e.gpuType, tj.Spec.MinWorkers, tj.Spec.MaxWorkers))
 }
 
 // finish tells the engine a job ended, and writes it down.

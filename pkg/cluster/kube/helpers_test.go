@@ -158,7 +158,11 @@ func newJob(ns, name, gpuType string, min, max int32, opts ...jobOpt) *v1alpha1.
 			GPUType: gpuType, MinWorkers: min, MaxWorkers: max,
 			Template: v1alpha1.TrainingJobTemplate{MPIJob: &v1alpha1.MPIJobTemplate{
 				Launcher: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: container("launcher")}},
-				Worker:   corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: container("worker")}},
+				Worker: corev1.PodTemplateSpec{
+					// The template's metadata must reach the pods (the CRD keeps it).
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"team": "vision"}},
+					Spec:       corev1.PodSpec{Containers: container("worker")},
+				},
 			}},
 		},
 	}
@@ -228,6 +232,9 @@ func (k *cluster) settled(ctx context.Context, ns, name string, n int32) (bool, 
 	var want []string
 	for i, node := range s.Placement {
 		p, ok := pods[i]
+		if ok && p.Labels["team"] != "vision" {
+			return false, fmt.Errorf("%s worker %d lost the template's labels: %v", name, i, p.Labels)
+		}
 		if !ok || p.Status.Phase != corev1.PodRunning || p.Spec.NodeName != node {
 			return false, fmt.Errorf("%s worker %d: pod %v phase %s on %q, want Running on %s", name, i, ok, p.Status.Phase, p.Spec.NodeName, node)
 		}
@@ -249,6 +256,24 @@ func (k *cluster) waitSettled(t *testing.T, ns, name string, n int32) *v1alpha1.
 	t.Helper()
 	err := testenv.PollUntil(context.Background(), 90*time.Second, name+" settled", func(ctx context.Context) (bool, error) {
 		return k.settled(ctx, ns, name, n)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.job(t, ns, name)
+}
+
+// waitSettledOff waits until a job has settled on nodes other than off.
+func (k *cluster) waitSettledOff(t *testing.T, ns, name string, n int32, off string) *v1alpha1.TrainingJob {
+	t.Helper()
+	err := testenv.PollUntil(context.Background(), 90*time.Second, name+" settled off "+off, func(ctx context.Context) (bool, error) {
+		if ok, err := k.settled(ctx, ns, name, n); !ok {
+			return false, err
+		}
+		if p := k.job(t, ns, name).Status.Placement; slices.Contains(p, off) {
+			return false, fmt.Errorf("%s still placed on %s: %v", name, off, p)
+		}
+		return true, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -305,6 +330,36 @@ func (k *cluster) events(t *testing.T, ns, name string) []string {
 	return out
 }
 
+// expectEvents waits until a job's Events count as want says, by prefix
+// ("Started:" → 1): Events are sent asynchronously.
+func (k *cluster) expectEvents(t *testing.T, ns, name string, want map[string]int) {
+	t.Helper()
+	var ev []string
+	ok := func() bool {
+		ev = k.events(t, ns, name)
+		for prefix, n := range want {
+			if countPrefix(ev, prefix) != n {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(15 * time.Second); !ok(); {
+		if time.Now().After(deadline) {
+			t.Errorf("%s events %q, want %v", name, ev, want)
+			var all corev1.EventList
+			_ = k.c.List(context.Background(), &all)
+			for _, e := range all.Items {
+				if e.Reason == "Submitted" {
+					t.Logf("EV %s %+v %s %s", e.Namespace, e.InvolvedObject, e.Reason, e.Message)
+				}
+			}
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func countPrefix(list []string, prefix string) int {
 	n := 0
 	for _, s := range list {
@@ -334,4 +389,12 @@ func (k *cluster) completeLauncher(t *testing.T, ns, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+func unstructuredBool(u *unstructured.Unstructured, path ...string) (bool, bool, error) {
+	return unstructured.NestedBool(u.Object, path...)
+}
+
+func unstructuredSlice(u *unstructured.Unstructured, path ...string) ([]any, bool, error) {
+	return unstructured.NestedSlice(u.Object, path...)
 }

@@ -2,8 +2,18 @@ package kube_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vodascheduler/voda/internal/testenv"
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
 
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 )
@@ -16,6 +26,10 @@ func TestIntegrationController(t *testing.T) {
 
 	t.Run("InvalidJobsRejected", func(t *testing.T) { testInvalidJobs(t, k) })
 	t.Run("ElasticFIFO", func(t *testing.T) { testElasticFIFO(t, k) })
+	t.Run("NodeLoss", func(t *testing.T) { testNodeLoss(t, k) })
+	t.Run("TiresiasPreemption", func(t *testing.T) { testTiresias(t, k) })
+	t.Run("Restart", func(t *testing.T) { testRestart(t, k) })
+	t.Run("LeaderElection", func(t *testing.T) { testLeaderElection(t, k) })
 }
 
 // (g) the API server rejects bad TrainingJobs with a message saying what to
@@ -92,12 +106,214 @@ func testElasticFIFO(t *testing.T, k *cluster) {
 	k.waitPhase(t, ns, "j1", v1alpha1.PhaseCompleted)
 	k.waitSettled(t, ns, "j2", 4)
 	k.waitSettled(t, ns, "j3", 4)
-	ev := k.events(t, ns, "j2")
-	if countPrefix(ev, "Started:") != 1 {
-		t.Errorf("j2 events %q, want one Started", ev)
+	k.expectEvents(t, ns, "j1", map[string]int{"Submitted:": 1, "Started:": 1, "Completed:": 1})
+	for _, name := range []string{"j2", "j3"} {
+		k.expectEvents(t, ns, name, map[string]int{"Submitted:": 1, "Started:": 1, "Preempted:": 0})
+		if tj := k.job(t, ns, name); countPrefix(k.events(t, ns, name), "Scaled:") != int(tj.Status.Rescales) {
+			t.Errorf("%s: %d rescales but events %q", name, tj.Status.Rescales, k.events(t, ns, name))
+		}
 	}
-	if countPrefix(ev, "Scaled:") == 0 && k.job(t, ns, "j2").Status.Rescales == 0 {
-		t.Logf("j2 started at full size: events %q", ev)
+}
+
+// (c) a node that loses its label: with room elsewhere its workers migrate
+// there (f); without room the job waits, suspended, and resumes when a node
+// comes back.
+func testNodeLoss(t *testing.T, k *cluster) {
+	const ns, gpu = "nodeloss", "move-gpu"
+	nodes := k.scenario(t, ns, gpu, 3, 2)
+	k.startController(t, controllerOpts(t, gpu))
+	k.create(t, newJob(ns, "j1", gpu, 2, 2))
+	before := k.waitSettled(t, ns, "j1", 2)
+	from := before.Status.Placement[0]
+	oldPods := podUIDs(t, k, ns, "j1")
+
+	k.setLabel(t, from, "")
+	after := k.waitSettledOff(t, ns, "j1", 2, from)
+	for _, uid := range podUIDs(t, k, ns, "j1") {
+		if slices.Contains(oldPods, uid) {
+			t.Errorf("worker pod %s survived the migration", uid)
+		}
 	}
-	t.Logf("j2 events: %q", ev)
+	k.expectEvents(t, ns, "j1", map[string]int{"Migrated: Migrated worker-0 " + from + "→": 1})
+
+	// Two nodes left: j2 takes the other one; losing it leaves j2 nowhere.
+	k.create(t, newJob(ns, "j2", gpu, 2, 2))
+	j2 := k.waitSettled(t, ns, "j2", 2)
+	if j2.Status.Placement[0] == after.Status.Placement[0] {
+		t.Fatalf("j2 shares %s with j1", j2.Status.Placement[0])
+	}
+	k.setLabel(t, j2.Status.Placement[0], "")
+	j2 = k.waitPhase(t, ns, "j2", "Waiting")
+	err := testenv.PollUntil(context.Background(), 60*time.Second, "j2 suspended without workers", func(ctx context.Context) (bool, error) {
+		pods, err := k.workers(ctx, ns, "j2")
+		if err != nil {
+			return false, err
+		}
+		suspended, _, _ := unstructuredBool(k.mpiJob(t, ns, "j2"), "spec", "runPolicy", "suspend")
+		return suspended && len(pods) == 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j2.Status.Preemptions != 1 {
+		t.Errorf("j2 preemptions %d, want 1", j2.Status.Preemptions)
+	}
+	k.setLabel(t, from, gpu)
+	j2 = k.waitSettled(t, ns, "j2", 2)
+	if j2.Status.Placement[0] != from {
+		t.Errorf("j2 resumed on %v, want %s", j2.Status.Placement, from)
+	}
+	k.expectEvents(t, ns, "j2", map[string]int{"Started:": 1, "Preempted:": 1, "Resumed:": 1})
+	_ = nodes
+}
+
+// (d) Tiresias: a job that used up its queue-0 service is preempted by a new
+// job (MPIJob suspended) and resumed when that one completes.
+func testTiresias(t *testing.T, k *cluster) {
+	const ns, gpu = "tiresias", "tiresias-gpu"
+	k.scenario(t, ns, gpu, 1, 2)
+	o := controllerOpts(t, gpu)
+	o.Policy = "Tiresias"
+	o.Algorithm = algorithm.DefaultConfig()
+	o.Algorithm.Tiresias.Thresholds = []float64{30}
+	o.Algorithm.Tiresias.PromoteKnob = 0
+	k.startController(t, o)
+	k.create(t, newJob(ns, "j1", gpu, 2, 2))
+	k.waitSettled(t, ns, "j1", 2)
+	err := testenv.PollUntil(context.Background(), 60*time.Second, "j1 demoted", func(ctx context.Context) (bool, error) {
+		return k.job(t, ns, "j1").Status.Queue == 1, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.create(t, newJob(ns, "j2", gpu, 2, 2, launcherCompletesAfter("3s")))
+	k.waitSettled(t, ns, "j2", 2)
+	j1 := k.job(t, ns, "j1")
+	if j1.Status.Phase != "Waiting" || j1.Status.Preemptions != 1 {
+		t.Errorf("j1 is %s after %d preemptions while j2 runs", j1.Status.Phase, j1.Status.Preemptions)
+	}
+	if s, _, _ := unstructuredBool(k.mpiJob(t, ns, "j1"), "spec", "runPolicy", "suspend"); !s {
+		t.Error("j1's MPIJob is not suspended")
+	}
+	k.waitPhase(t, ns, "j2", "Completed")
+	k.waitSettled(t, ns, "j1", 2)
+	k.expectEvents(t, ns, "j1", map[string]int{"Started:": 1, "Preempted:": 1, "Resumed:": 1})
+}
+
+// (e) a controller killed mid-run and started again rebuilds its state from
+// the API server: running jobs untouched, counters continued, a completion
+// and a submission that happened meanwhile both taken into account.
+func testRestart(t *testing.T, k *cluster) {
+	const ns, gpu = "restart", "restart-gpu"
+	k.scenario(t, ns, gpu, 1, 4)
+	_, stop := k.startController(t, controllerOpts(t, gpu))
+	k.create(t, newJob(ns, "j1", gpu, 2, 2), newJob(ns, "j2", gpu, 2, 2))
+	k.waitSettled(t, ns, "j1", 2)
+	before := k.waitSettled(t, ns, "j2", 2)
+	pods := podUIDs(t, k, ns, "j2")
+	mpiUID := k.mpiJob(t, ns, "j2").GetUID()
+	time.Sleep(3 * time.Second) // let the counters be written once more
+	before = k.job(t, ns, "j2")
+	stop()
+
+	// While no controller runs: j1 finishes and j3 arrives.
+	k.completeLauncher(t, ns, "j1")
+	err := testenv.PollUntil(context.Background(), 60*time.Second, "j1's MPIJob succeeded", func(ctx context.Context) (bool, error) {
+		conds, _, _ := unstructuredSlice(k.mpiJob(t, ns, "j1"), "status", "conditions")
+		for _, c := range conds {
+			if m, _ := c.(map[string]any); m["type"] == "Succeeded" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.create(t, newJob(ns, "j3", gpu, 1, 2))
+	time.Sleep(2 * time.Second)
+
+	k.startController(t, controllerOpts(t, gpu))
+	k.waitPhase(t, ns, "j1", "Completed")
+	k.waitSettled(t, ns, "j3", 2)
+	after := k.waitSettled(t, ns, "j2", 2)
+	if !slices.Equal(after.Status.Placement, before.Status.Placement) {
+		t.Errorf("j2 moved from %v to %v", before.Status.Placement, after.Status.Placement)
+	}
+	if got := podUIDs(t, k, ns, "j2"); !slices.Equal(got, pods) {
+		t.Errorf("j2's workers were recreated: %v, then %v", pods, got)
+	}
+	if uid := k.mpiJob(t, ns, "j2").GetUID(); uid != mpiUID {
+		t.Error("j2's MPIJob was recreated")
+	}
+	k.expectEvents(t, ns, "j2", map[string]int{"Submitted:": 1, "Started:": 1, "Scaled:": 0, "Preempted:": 0})
+	// The counters carried on across the restart (5 s away at 2 GPUs).
+	if after.Status.GPUMillis < before.Status.GPUMillis+2*5000 {
+		t.Errorf("j2 GPU time %d ms after the restart, %d before", after.Status.GPUMillis, before.Status.GPUMillis)
+	}
+	if after.Status.SubmitTime == nil || !after.Status.SubmitTime.Equal(before.Status.SubmitTime) {
+		t.Errorf("j2 submit time %v, was %v", after.Status.SubmitTime, before.Status.SubmitTime)
+	}
+}
+
+// (h) two replicas with leader election: when the leader dies, the other
+// takes over without repeating what was done.
+func testLeaderElection(t *testing.T, k *cluster) {
+	const ns, gpu = "ha", "ha-gpu"
+	k.scenario(t, ns, gpu, 2, 2)
+	ha := func() kube.ManagerOptions {
+		o := controllerOpts(t, gpu)
+		o.LeaderElect, o.LeaderElectionNamespace, o.LeaderElectionID = true, ns, "voda-ha"
+		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
+		return o
+	}
+	_, stopA := k.startController(t, ha())
+	k.create(t, newJob(ns, "j1", gpu, 2, 2))
+	k.waitSettled(t, ns, "j1", 2)
+	pods := podUIDs(t, k, ns, "j1")
+	k.startController(t, ha())
+	time.Sleep(time.Second)
+	stopA()
+	k.create(t, newJob(ns, "j2", gpu, 2, 2))
+	k.waitSettled(t, ns, "j2", 2)
+	k.waitSettled(t, ns, "j1", 2)
+	if got := podUIDs(t, k, ns, "j1"); !slices.Equal(got, pods) {
+		t.Errorf("j1's workers were recreated after the takeover")
+	}
+	for _, name := range []string{"j1", "j2"} {
+		k.expectEvents(t, ns, name, map[string]int{"Submitted:": 1, "Started:": 1})
+	}
+}
+
+// podUIDs returns the UIDs of a job's worker pods, by worker index.
+func podUIDs(t *testing.T, k *cluster, ns, name string) []types.UID {
+	t.Helper()
+	pods, err := k.workers(context.Background(), ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]types.UID, len(pods))
+	for i := range out {
+		out[i] = pods[i].UID
+	}
+	return out
+}
+
+// setLabel sets a node's accelerator label, or removes it when gpu is "".
+func (k *cluster) setLabel(t *testing.T, node, gpu string) {
+	t.Helper()
+	var n corev1.Node
+	if err := k.c.Get(context.Background(), types.NamespacedName{Name: node}, &n); err != nil {
+		t.Fatal(err)
+	}
+	labels := maps.Clone(n.Labels)
+	if gpu == "" {
+		delete(labels, v1alpha1.AcceleratorLabel)
+	} else {
+		labels[v1alpha1.AcceleratorLabel] = gpu
+	}
+	n.Labels = labels
+	if err := k.c.Update(context.Background(), &n); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -87,6 +87,9 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, *Controlle
 		RenewDeadline:           orDefault(opts.RenewDeadline, 10*time.Second),
 		RetryPeriod:             orDefault(opts.RetryPeriod, 2*time.Second),
 	}
+	if opts.Log.GetSink() != nil {
+		ctrl.SetLogger(opts.Log)
+	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return nil, nil, fmt.Errorf("manager: %w", err)

@@ -64,22 +64,21 @@ func (n nodeInfo) usable() bool { return n.gpuType != "" && n.gpus > 0 }
 func (n nodeInfo) node(name string) api.Node { return api.Node{Name: api.NodeName(name), GPUs: n.gpus} }
 
 // nodeInfoOf reads a node: its GPU type from the accelerator label and its
-// GPUs from the allocatable nvidia.com/gpu. A node that is not Ready or is
-// cordoned offers nothing.
+// GPUs from the allocatable nvidia.com/gpu. A cordoned or deleted node
+// offers nothing.
 func nodeInfoOf(n *corev1.Node) nodeInfo {
 	info := nodeInfo{hostname: n.Labels[corev1.LabelHostname]}
 	if info.hostname == "" {
 		info.hostname = n.Name
 	}
+	// A node that stops being Ready keeps its place: Kubernetes evicts its
+	// pods only after a grace period, and a short flap must not preempt
+	// jobs. Cordoning a node is how an operator moves jobs off it.
 	if n.DeletionTimestamp != nil || n.Spec.Unschedulable {
 		return info
 	}
-	ready := false
-	for _, c := range n.Status.Conditions {
-		ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
-	}
 	q, ok := n.Status.Allocatable[v1alpha1.GPUResource]
-	if !ready || !ok {
+	if !ok {
 		return info
 	}
 	info.gpuType = api.GPUType(n.Labels[v1alpha1.AcceleratorLabel])

@@ -201,7 +201,12 @@ func TestNodeInfo(t *testing.T) {
 	delete(unlabelled.Labels, v1alpha1.AcceleratorLabel)
 	notReady := n.DeepCopy()
 	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
-	for name, n := range map[string]*corev1.Node{"cordoned": cordoned, "unlabelled": unlabelled, "not ready": notReady} {
+	if !nodeInfoOf(notReady).usable() {
+		t.Error("a node that is briefly not Ready lost its place")
+	}
+	noGPUs := n.DeepCopy()
+	noGPUs.Status.Allocatable = nil
+	for name, n := range map[string]*corev1.Node{"cordoned": cordoned, "unlabelled": unlabelled, "no GPUs": noGPUs} {
 		if nodeInfoOf(n).usable() {
 			t.Errorf("%s node is usable", name)
 		}

@@ -3,14 +3,18 @@
 //
 //	NODES=4 GPUS=4 TYPES=nvidia-tesla-v100,nvidia-gtx-1080ti go run ./hack/devcluster
 //
-// NODES nodes of GPUS GPUs are created for each type in TYPES. Ctrl-C stops
-// every component. `make dev-cluster` builds the binaries first and runs it.
+// NODES nodes of GPUS GPUs are created for each type in TYPES, and the Voda
+// controller runs against them (ALGORITHM, default ElasticFIFO; RATE_LIMIT,
+// default 5s; CONTROLLER=0 leaves it out, to run `voda controller` yourself).
+// Ctrl-C stops every component. `make dev-cluster` builds the binaries first
+// and runs it.
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,7 +23,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/vodascheduler/voda/internal/testenv"
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
 )
 
 func main() {
@@ -75,11 +82,49 @@ func run() error {
 		return err
 	}
 	fmt.Printf("dev-cluster: %d GPU nodes ready in %s: %s\n\n", len(names), time.Since(begin).Round(time.Millisecond), strings.Join(names, " "))
-	fmt.Printf("Use it from another shell:\n\n  export KUBECONFIG=%s\n  kubectl get nodes -L %s\n\n", env.Kubeconfig, testenv.AcceleratorLabel)
+	if envString("CONTROLLER", "1") != "0" {
+		if err := startController(ctx, env, filepath.Join(dir, "logs", "voda-controller.log")); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("Use it from another shell:\n\n  export KUBECONFIG=%s\n  kubectl get nodes -L %s\n  kubectl apply --server-side -f examples/mnist-trainingjob.yaml\n  kubectl get tj\n\n", env.Kubeconfig, testenv.AcceleratorLabel)
 	fmt.Printf("Logs are in %s. Pods on the fake nodes run until deleted; annotate one with\n%s=30s to end it (add %s=fail to fail it).\nPress Ctrl-C to stop.\n",
 		filepath.Join(dir, "logs"), testenv.CompleteAfterAnnotation, testenv.ExitAnnotation)
 	<-ctx.Done()
 	fmt.Println("\ndev-cluster: stopping")
+	return nil
+}
+
+// startController runs the Voda controller in this process, logging to a
+// file beside the components' logs.
+func startController(ctx context.Context, env *testenv.Env, logPath string) error {
+	rate, err := time.ParseDuration(envString("RATE_LIMIT", "5s"))
+	if err != nil {
+		return fmt.Errorf("RATE_LIMIT: %w", err)
+	}
+	f, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	o := kube.ManagerOptions{
+		Options: kube.Options{
+			Policy:    envString("ALGORITHM", kube.DefaultPolicy),
+			RateLimit: rate,
+			Log:       logr.FromSlogHandler(slog.NewTextHandler(f, nil)),
+		},
+		MetricsAddr: "0",
+		HealthAddr:  "0",
+	}
+	mgr, _, err := kube.NewManager(env.Config, o)
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "dev-cluster: controller:", err)
+		}
+	}()
+	fmt.Printf("dev-cluster: voda controller running (%s, rate limit %s), log in %s\n\n", o.Policy, rate, logPath)
 	return nil
 }
 

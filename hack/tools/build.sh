@@ -78,7 +78,8 @@ build etcd "$etcd_ver" "" go.etcd.io/etcd/server/v3
 build k8s "$k8s_ver" "$k8s_ldflags" \
 	k8s.io/kubernetes/cmd/kube-apiserver \
 	k8s.io/kubernetes/cmd/kube-controller-manager \
-	k8s.io/kubernetes/cmd/kube-scheduler
+	k8s.io/kubernetes/cmd/kube-scheduler \
+	k8s.io/kubernetes/cmd/kubectl
 build kwok "$kwok_ver" "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_ver#v}" sigs.k8s.io/kwok/cmd/kwok
 build mpi-operator "$mpi_ver" "" github.com/kubeflow/mpi-operator/cmd/mpi-operator
 
@@ -94,7 +95,7 @@ fi
 # $cache/bin: one stable place with the pinned versions.
 mkdir -p "$cache/bin"
 ln -sfn "../etcd-$etcd_ver/bin/etcd" "$cache/bin/etcd"
-for b in kube-apiserver kube-controller-manager kube-scheduler; do
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
 	ln -sfn "../k8s-$k8s_ver/bin/$b" "$cache/bin/$b"
 done
 ln -sfn "../kwok-$kwok_ver/bin/kwok" "$cache/bin/kwok"

@@ -3,6 +3,8 @@ package kube_test
 import (
 	"context"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/vodascheduler/voda/internal/testenv"
 	"github.com/vodascheduler/voda/pkg/algorithm"
@@ -60,6 +64,25 @@ func testInvalidJobs(t *testing.T, k *cluster) {
 		}
 		if !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %q does not say %q", c.name, err, c.want)
+		}
+	}
+	// The examples are valid.
+	files, _ := filepath.Glob("../../../examples/*trainingjob*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no TrainingJob examples found")
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tj v1alpha1.TrainingJob
+		if err := yaml.UnmarshalStrict(data, &tj); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		tj.Namespace = "invalid"
+		if err := k.c.Create(context.Background(), &tj, client.DryRunAll); err != nil {
+			t.Errorf("%s rejected: %v", f, err)
 		}
 	}
 	// And a valid job's scheduling fields cannot change afterwards.

@@ -1,0 +1,258 @@
+// Command kubebench measures the controller end to end on the local control
+// plane: it starts internal/testenv with NODES kwok nodes of GPUS GPUs, runs
+// `voda controller` as a separate process, creates JOBS TrainingJobs of 1 to
+// 8 workers (min 1, max and requested cycling 1…8) as fast as the API server
+// takes them, and reports how long each job took from creation until every
+// worker of its allocation was Running on its node, the actions per second,
+// and the controller's CPU time and peak memory (from /proc).
+//
+//	go run ./hack/kubebench                 # 200 jobs, 32 nodes × 8 GPUs, 1 s rate limit
+//	JOBS=50 NODES=8 go run ./hack/kubebench
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vodascheduler/voda/internal/testenv"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
+)
+
+const gpuType = "bench-gpu"
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "kubebench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	jobs, nodes, gpus := envInt("JOBS", 200), envInt("NODES", 32), envInt("GPUS", 8)
+	rate := os.Getenv("RATE_LIMIT")
+	if rate == "" {
+		rate = "1s"
+	}
+	dir, err := os.MkdirTemp("", "voda-kubebench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+
+	bin := filepath.Join(dir, "voda")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/voda").CombinedOutput(); err != nil {
+		return fmt.Errorf("build voda: %v\n%s", err, out)
+	}
+	env, err := testenv.Start(ctx, testenv.Options{Dir: dir})
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	if _, err := env.CreateGPUNodes(ctx, testenv.NodeSpec{GPUType: gpuType, Count: nodes, GPUs: gpus}); err != nil {
+		return err
+	}
+	const ns = "bench"
+	if err := env.CreateNamespace(ctx, ns); err != nil {
+		return err
+	}
+	logf, err := os.Create(filepath.Join(dir, "controller.log"))
+	if err != nil {
+		return err
+	}
+	ctl := exec.Command(bin, "controller", "--kubeconfig", env.Kubeconfig, "--leader-elect=false",
+		"--metrics-addr", "0", "--health-addr", "0", "--rate-limit", rate)
+	ctl.Stdout, ctl.Stderr = logf, logf
+	if err := ctl.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = ctl.Process.Kill(); _ = ctl.Wait() }()
+
+	cfg := *env.Config
+	cfg.QPS, cfg.Burst = 500, 1000
+	c, err := client.New(&cfg, client.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		return err
+	}
+	created := map[string]time.Time{}
+	begin := time.Now()
+	for i := range jobs {
+		n := int32(i%8 + 1)
+		tj := job(ns, fmt.Sprintf("job-%03d", i), n)
+		if err := c.Create(ctx, tj); err != nil {
+			return err
+		}
+		created[tj.Name] = time.Now()
+	}
+	fmt.Printf("created %d TrainingJobs in %s\n", jobs, time.Since(begin).Round(time.Millisecond))
+
+	seen := map[string]*state{}
+	deadline := time.Now().Add(10 * time.Minute)
+	stable := time.Time{}
+	for time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		changed, err := observe(ctx, c, ns, seen)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "observe:", err)
+			continue
+		}
+		done := len(seen) == jobs
+		for _, st := range seen {
+			done = done && st.ok
+		}
+		switch {
+		case !done || changed:
+			stable = time.Time{}
+		case stable.IsZero():
+			stable = time.Now()
+		case time.Since(stable) > 5*time.Second:
+			deadline = time.Now() // nothing moved for 5 s: the plan is carried out
+		}
+	}
+	all := stable.Sub(begin)
+	cpu, peak := procStats(ctl.Process.Pid)
+
+	var first, last []float64
+	gpusUsed := 0
+	for name, st := range seen {
+		first = append(first, st.first.Sub(created[name]).Seconds())
+		last = append(last, st.last.Sub(created[name]).Seconds())
+		gpusUsed += st.workers
+	}
+	slices.Sort(first)
+	slices.Sort(last)
+	var events corev1.EventList
+	if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	actions := 0
+	for _, e := range events.Items {
+		switch e.Reason {
+		case "Started", "Scaled", "Preempted", "Resumed", "Migrated":
+			if e.Source.Component == "voda-scheduler" {
+				actions += int(max(e.Count, 1))
+			}
+		}
+	}
+	fmt.Printf("jobs running: %d of %d on %d of %d GPUs; every plan carried out %s after the first creation\n",
+		len(seen), jobs, gpusUsed, nodes*gpus, all.Round(time.Millisecond))
+	fmt.Printf("creation → first start, all workers Running: p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(first, 50), pct(first, 99), pct(first, 100))
+	fmt.Printf("creation → final allocation, all workers Running: p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(last, 50), pct(last, 99), pct(last, 100))
+	fmt.Printf("actions: %d (%.1f per second over the run)\n", actions, float64(actions)/all.Seconds())
+	fmt.Printf("controller: CPU %.2f s, peak RSS %.1f MiB\n", cpu, peak)
+	return nil
+}
+
+// state is what kubebench saw of one job: whether every worker of its
+// current allocation runs on its node, since when, and when that first
+// happened.
+type state struct {
+	ok          bool
+	workers     int
+	first, last time.Time
+}
+
+// observe updates each job's state; changed reports whether any job's
+// allocation or readiness changed.
+func observe(ctx context.Context, c client.Client, ns string, seen map[string]*state) (changed bool, err error) {
+	var tjs v1alpha1.TrainingJobList
+	if err := c.List(ctx, &tjs, client.InNamespace(ns)); err != nil {
+		return false, err
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.HasLabels{v1alpha1.JobLabel}); err != nil {
+		return false, err
+	}
+	running := map[string]string{} // pod name → node
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			running[p.Name] = p.Spec.NodeName
+		}
+	}
+	now := time.Now()
+	for _, tj := range tjs.Items {
+		ok := tj.Status.Phase == v1alpha1.PhaseRunning && len(tj.Status.Placement) == int(tj.Status.Workers)
+		for i, node := range tj.Status.Placement {
+			ok = ok && running[fmt.Sprintf("%s-worker-%d", tj.Name, i)] == node
+		}
+		st := seen[tj.Name]
+		if st == nil {
+			if !ok {
+				continue
+			}
+			st = &state{first: now}
+			seen[tj.Name] = st
+		}
+		if ok != st.ok || int(tj.Status.Workers) != st.workers {
+			changed = true
+			if ok {
+				st.last = now
+			}
+		}
+		st.ok, st.workers = ok, int(tj.Status.Workers)
+	}
+	return changed, nil
+}
+
+func job(ns, name string, max int32) *v1alpha1.TrainingJob {
+	pod := func(c string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: c, Image: "horovod/horovod:0.28.1"}}}}
+	}
+	return &v1alpha1.TrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.TrainingJobSpec{GPUType: gpuType, MinWorkers: 1, MaxWorkers: max, RequestedWorkers: max,
+			Template: v1alpha1.TrainingJobTemplate{MPIJob: &v1alpha1.MPIJobTemplate{Launcher: pod("launcher"), Worker: pod("worker")}}},
+	}
+}
+
+// procStats returns a process's CPU seconds and peak resident memory in MiB.
+func procStats(pid int) (cpu, peakMiB float64) {
+	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// Fields after the command name: utime and stime are the 12th and
+		// 13th, in clock ticks (100 per second on Linux).
+		if i := strings.LastIndexByte(string(data), ')'); i > 0 {
+			f := strings.Fields(string(data)[i+2:])
+			if len(f) > 12 {
+				u, _ := strconv.ParseFloat(f[11], 64)
+				s, _ := strconv.ParseFloat(f[12], 64)
+				cpu = (u + s) / 100
+			}
+		}
+	}
+	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				peakMiB = kb / 1024
+			}
+		}
+	}
+	return cpu, peakMiB
+}
+
+func pct(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p / 100)
+	return sorted[i]
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}

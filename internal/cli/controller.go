@@ -118,5 +118,3 @@ func podNamespace(fallback string) string {
 	}
 	return "default"
 }
-
-

@@ -8,6 +8,7 @@
 //
 //	go run ./hack/kubebench                 # 200 jobs, 32 nodes × 8 GPUs, 1 s rate limit
 //	JOBS=50 NODES=8 go run ./hack/kubebench
+//	ARGS="--kube-api-qps=200 --kube-api-burst=400" go run ./hack/kubebench
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vodascheduler/voda/internal/testenv"
@@ -49,7 +51,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if os.Getenv("KEEP") == "" {
+		defer os.RemoveAll(dir)
+	} else {
+		fmt.Println("logs in", dir)
+	}
 	ctx := context.Background()
 
 	bin := filepath.Join(dir, "voda")
@@ -72,8 +78,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ctl := exec.Command(bin, "controller", "--kubeconfig", env.Kubeconfig, "--leader-elect=false",
-		"--metrics-addr", "0", "--health-addr", "0", "--rate-limit", rate)
+	args := []string{"controller", "--kubeconfig", env.Kubeconfig, "--leader-elect=false",
+		"--metrics-addr", "0", "--health-addr", "0", "--rate-limit", rate}
+	args = append(args, strings.Fields(os.Getenv("ARGS"))...)
+	ctl := exec.Command(bin, args...)
 	ctl.Stdout, ctl.Stderr = logf, logf
 	if err := ctl.Start(); err != nil {
 		return err
@@ -110,6 +118,7 @@ func run() error {
 		}
 		done := len(seen) == jobs
 		for _, st := range seen {
+			done = done && !st.first.IsZero()
 			done = done && st.ok
 		}
 		switch {
@@ -124,15 +133,48 @@ func run() error {
 	all := stable.Sub(begin)
 	cpu, peak := procStats(ctl.Process.Pid)
 
-	var first, last []float64
+	var decided, first, last []float64
 	gpusUsed := 0
 	for name, st := range seen {
+		decided = append(decided, st.decided.Sub(created[name]).Seconds())
 		first = append(first, st.first.Sub(created[name]).Seconds())
 		last = append(last, st.last.Sub(created[name]).Seconds())
 		gpusUsed += st.workers
 	}
+	slices.Sort(decided)
 	slices.Sort(first)
 	slices.Sort(last)
+	// Where the time went: when the MPIJob and the pods were created, and
+	// when the scheduler bound the pods (their PodScheduled condition).
+	mpis := &unstructured.UnstructuredList{}
+	mpis.SetGroupVersionKind(kube.MPIJobGVK.GroupVersion().WithKind("MPIJobList"))
+	if err := c.List(ctx, mpis, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	var mpiAt, podAt, boundAt []float64
+	for _, m := range mpis.Items {
+		mpiAt = append(mpiAt, m.GetCreationTimestamp().Sub(created[m.GetName()]).Seconds())
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.HasLabels{v1alpha1.JobLabel}); err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		job := p.Labels[v1alpha1.JobLabel]
+		if !strings.HasPrefix(p.Name, job+"-worker-") {
+			continue
+		}
+		podAt = append(podAt, p.CreationTimestamp.Sub(created[job]).Seconds())
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue {
+				boundAt = append(boundAt, cond.LastTransitionTime.Sub(created[job]).Seconds())
+			}
+		}
+	}
+	slices.Sort(mpiAt)
+	slices.Sort(podAt)
+	slices.Sort(boundAt)
+
 	var events corev1.EventList
 	if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
 		return err
@@ -148,6 +190,9 @@ func run() error {
 	}
 	fmt.Printf("jobs running: %d of %d on %d of %d GPUs; every plan carried out %s after the first creation\n",
 		len(seen), jobs, gpusUsed, nodes*gpus, all.Round(time.Millisecond))
+	fmt.Printf("creation → status Running (the engine's decision written): p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(decided, 50), pct(decided, 99), pct(decided, 100))
+	fmt.Printf("creation → MPIJob created: p50 %.2f s, p99 %.2f s; → worker pod created: p50 %.2f s, p99 %.2f s; → worker bound: p50 %.2f s, p99 %.2f s (1 s resolution)\n",
+		pct(mpiAt, 50), pct(mpiAt, 99), pct(podAt, 50), pct(podAt, 99), pct(boundAt, 50), pct(boundAt, 99))
 	fmt.Printf("creation → first start, all workers Running: p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(first, 50), pct(first, 99), pct(first, 100))
 	fmt.Printf("creation → final allocation, all workers Running: p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(last, 50), pct(last, 99), pct(last, 100))
 	fmt.Printf("actions: %d (%.1f per second over the run)\n", actions, float64(actions)/all.Seconds())
@@ -161,6 +206,7 @@ func run() error {
 type state struct {
 	ok          bool
 	workers     int
+	decided     time.Time // first seen Running in its status
 	first, last time.Time
 }
 
@@ -189,11 +235,14 @@ func observe(ctx context.Context, c client.Client, ns string, seen map[string]*s
 		}
 		st := seen[tj.Name]
 		if st == nil {
-			if !ok {
+			if tj.Status.Phase != v1alpha1.PhaseRunning {
 				continue
 			}
-			st = &state{first: now}
+			st = &state{decided: now}
 			seen[tj.Name] = st
+		}
+		if ok && st.first.IsZero() {
+			st.first = now
 		}
 		if ok != st.ok || int(tj.Status.Workers) != st.workers {
 			changed = true

@@ -26,6 +26,8 @@ func newControllerCmd() *cobra.Command {
 		kubeconfig string
 		gpuTypes   string
 		verbose    bool
+		qps        float32
+		burst      int
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -62,6 +64,7 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
 			if err != nil {
 				return err
 			}
+			cfg.QPS, cfg.Burst = qps, burst
 			level := slog.LevelInfo
 			if verbose {
 				level = slog.LevelDebug
@@ -69,6 +72,9 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
 			o.Log = logr.FromSlogHandler(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			if o.LeaderElect && o.LeaderElectionNamespace == "" {
 				o.LeaderElectionNamespace = podNamespace(o.Namespace)
+			}
+			if o.ConfigNamespace == "" {
+				o.ConfigNamespace = podNamespace(o.Namespace)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -89,7 +95,10 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long standby replicas wait before taking over a lease that is not renewed")
 	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leadership")
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the lease")
+	f.StringVar(&o.ConfigNamespace, "config-namespace", "", "namespace of the ConfigMap "+kube.ConfigMapName+" that changes a GPU type's algorithm and rate limit at runtime (default the pod's, else --namespace, else default)")
 	f.DurationVar(&o.SyncPeriod, "status-sync", kube.DefaultSyncPeriod, "how often every job's time counters are written to its status")
+	f.Float32Var(&qps, "kube-api-qps", 50, "requests per second to the API server, sustained")
+	f.IntVar(&burst, "kube-api-burst", 100, "requests to the API server in a burst")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
 	return cmd
 }
@@ -102,7 +111,6 @@ func restConfig(path string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client configuration: %w (pass --kubeconfig or run in a cluster)", err)
 	}
-	cfg.QPS, cfg.Burst = 50, 100
 	return cfg, nil
 }
 

@@ -185,3 +185,36 @@ func TestLoopRejectsBadEventsAndKeepsState(t *testing.T) {
 		}
 	})
 }
+
+// AfterRound runs on the loop's goroutine after every round that
+// rescheduled (the node's arrival, with nothing to do yet, is one), once its
+// actions were applied, and sees the engine with the plan assumed.
+func TestLoopAfterRoundSeesTheAppliedPlan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := scheduler.DefaultConfig("gpu", scheduler.SystemClock{})
+		e, err := scheduler.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &recorder{start: time.Now()}
+		l := scheduler.NewLoop(e, b, scheduler.SystemClock{})
+		var rounds []string
+		l.AfterRound = func(en *scheduler.Engine, p api.Plan) {
+			j, _ := en.Job("a")
+			rounds = append(rounds, fmt.Sprintf("%d actions, applied %d, a has %d workers", len(p.Actions), len(b.applied), j.Workers))
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { l.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		must(t, l.Send(ctx, scheduler.NodeSet{Node: api.Node{Name: "n1", GPUs: 8}}))
+		must(t, l.Send(ctx, job("a", 2, 4)))
+		synctest.Wait()
+		must(t, l.Do(ctx, func(*scheduler.Engine) error {
+			if diff := cmp.Diff([]string{"0 actions, applied 0, a has 0 workers", "1 actions, applied 1, a has 4 workers"}, rounds); diff != "" {
+				t.Errorf("rounds (-want,+got):\n%s", diff)
+			}
+			return nil
+		}))
+	})
+}

@@ -43,6 +43,9 @@ type Options struct {
 	// SyncPeriod is how often the time counters of every job are written to
 	// its status; decisions are written at once. Zero means 30 s.
 	SyncPeriod time.Duration
+	// ConfigNamespace is where the ConfigMap voda-schedulers with per-GPU-type
+	// settings lives; empty means no runtime settings, only the options.
+	ConfigNamespace string
 	// Log receives what the controller does; the zero value discards.
 	Log logr.Logger
 }
@@ -61,10 +64,11 @@ type Controller struct {
 	ready  chan struct{}
 	runCtx context.Context
 
-	mu       sync.Mutex
-	engines  map[api.GPUType]*engine
-	nodes    map[string]nodeInfo
-	jobTypes map[api.JobID]api.GPUType
+	mu        sync.Mutex
+	overrides map[api.GPUType]settings
+	engines   map[api.GPUType]*engine
+	nodes     map[string]nodeInfo
+	jobTypes  map[api.JobID]api.GPUType
 }
 
 // New returns a controller that reads and writes through c, waits for
@@ -105,6 +109,13 @@ func (c *Controller) Start(ctx context.Context) error {
 	if !c.cache.WaitForCacheSync(ctx) {
 		return errors.New("caches did not sync")
 	}
+	overrides, _, err := c.readConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", ConfigMapName, err)
+	}
+	c.mu.Lock()
+	c.overrides = overrides
+	c.mu.Unlock()
 	if err := c.restore(ctx); err != nil {
 		return err
 	}
@@ -162,6 +173,7 @@ func (c *Controller) restore(ctx context.Context) error {
 				continue
 			}
 		}
+		e.setKnown(rec.ID, true)
 		if tj.Status.Phase == "" || tj.Status.Phase == v1alpha1.PhaseSubmitted {
 			e.submitted(tj) // created while no controller ran
 		}
@@ -189,7 +201,7 @@ func (c *Controller) engineFor(t api.GPUType) *engine {
 	if c.runCtx != nil {
 		e.start(c.runCtx)
 	}
-	c.log.Info("scheduler created", "gpuType", t, "policy", c.opts.Policy)
+	c.log.Info("scheduler created", "gpuType", t, "policy", e.eng.Policy(), "rateLimit", e.eng.RateLimit())
 	return e
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,27 @@ type engine struct {
 	loop    *scheduler.Loop
 	// written is the status last written for each job, and when.
 	written map[api.JobID]written
+
+	// known holds the jobs the engine has, so that reconcilers need not
+	// queue behind a scheduling round to learn it.
+	mu    sync.Mutex
+	known map[api.JobID]bool
+}
+
+func (e *engine) knows(id api.JobID) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.known[id]
+}
+
+func (e *engine) setKnown(id api.JobID, known bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if known {
+		e.known[id] = true
+	} else {
+		delete(e.known, id)
+	}
 }
 
 type written struct {
@@ -31,16 +53,18 @@ type written struct {
 	at     time.Time
 }
 
+// newEngine builds the engine of a GPU type; the caller holds c.mu.
 func newEngine(c *Controller, t api.GPUType) *engine {
+	s := c.settingsFor(t)
 	eng, err := scheduler.New(scheduler.Config{
-		GPUType: t, Policy: c.opts.Policy, Algorithm: c.opts.Algorithm,
-		RateLimit: c.opts.RateLimit, Clock: scheduler.SystemClock{},
+		GPUType: t, Policy: s.policy, Algorithm: c.opts.Algorithm,
+		RateLimit: s.rateLimit, Clock: scheduler.SystemClock{},
 	})
 	if err != nil {
-		// New validated the policy and rate limit already.
+		// New and parseSettings validated the policy and rate limit.
 		panic(fmt.Sprintf("scheduler for %s: %v", t, err))
 	}
-	e := &engine{c: c, gpuType: t, eng: eng, written: map[api.JobID]written{}}
+	e := &engine{c: c, gpuType: t, eng: eng, written: map[api.JobID]written{}, known: map[api.JobID]bool{}}
 	e.loop = scheduler.NewLoop(eng, e, scheduler.SystemClock{})
 	e.loop.OnError = func(err error) { c.log.Error(err, "scheduler", "gpuType", t) }
 	e.loop.AfterRound = func(en *scheduler.Engine, _ api.Plan) { e.persistAll(c.runCtx, en) }
@@ -165,8 +189,12 @@ func (e *engine) persist(ctx context.Context, j scheduler.Job, force bool) error
 // just created) is restored from it.
 func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 	id := jobID(client.ObjectKeyFromObject(tj))
+	if e.knows(id) {
+		return nil
+	}
 	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
 		if _, ok := en.Job(id); ok {
+			e.setKnown(id, true)
 			return nil
 		}
 		switch {
@@ -184,6 +212,7 @@ func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 				}
 			}
 		}
+		e.setKnown(id, true)
 		j, _ := en.Job(id)
 		return e.persist(ctx, j, true)
 	})
@@ -217,6 +246,7 @@ func (e *engine) finish(ctx context.Context, id api.JobID, failed bool, msg stri
 
 // forget drops a deleted job.
 func (e *engine) forget(ctx context.Context, id api.JobID) error {
+	e.setKnown(id, false)
 	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
 		delete(e.written, id)
 		if _, ok := en.Job(id); !ok {

@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -34,6 +36,7 @@ func TestIntegrationController(t *testing.T) {
 	t.Run("TiresiasPreemption", func(t *testing.T) { testTiresias(t, k) })
 	t.Run("Restart", func(t *testing.T) { testRestart(t, k) })
 	t.Run("LeaderElection", func(t *testing.T) { testLeaderElection(t, k) })
+	t.Run("RuntimeSettings", func(t *testing.T) { testRuntimeSettings(t, k) })
 }
 
 // (g) the API server rejects bad TrainingJobs with a message saying what to
@@ -339,4 +342,72 @@ func (k *cluster) setLabel(t *testing.T, node, gpu string) {
 	if err := k.c.Update(context.Background(), &n); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The ConfigMap voda-schedulers changes a GPU type's policy and rate limit
+// at runtime; a bad entry is reported on the ConfigMap and changes nothing.
+func testRuntimeSettings(t *testing.T, k *cluster) {
+	const ns, gpu = "settings", "set-gpu"
+	k.scenario(t, ns, gpu, 1, 2)
+	o := controllerOpts(t, gpu, "no-such-gpu")
+	o.ConfigNamespace = ns
+	ctl, _ := k.startController(t, o)
+	k.create(t, newJob(ns, "j1", gpu, 1, 2), newJob(ns, "orphan", "no-such-gpu", 1, 1))
+	k.waitSettled(t, ns, "j1", 2)
+	// A job whose GPU type has no nodes waits, saying so.
+	if msg := k.waitPhase(t, ns, "orphan", "Waiting").Status.Message; !strings.Contains(msg, "no schedulable nodes of GPU type no-such-gpu") {
+		t.Errorf("orphan's message %q does not say why it waits", msg)
+	}
+
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kube.ConfigMapName},
+		Data:       map[string]string{gpu: "algorithm: tiresias\nrateLimit: 2s\n"},
+	}
+	k.create(t, cm)
+	want := func(policy string, rate time.Duration) {
+		t.Helper()
+		err := testenv.PollUntil(context.Background(), 30*time.Second, gpu+" settings", func(ctx context.Context) (bool, error) {
+			infos, err := ctl.Schedulers(ctx)
+			if err != nil {
+				return false, err
+			}
+			for _, s := range infos {
+				if s.GPUType == gpu && s.Policy == policy && s.RateLimit == rate {
+					return true, nil
+				}
+			}
+			return false, fmt.Errorf("schedulers %+v", infos)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want("Tiresias", 2*time.Second)
+
+	cm.Data[gpu] = "algorithm: Optimus\n"
+	if err := k.c.Update(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	err := testenv.PollUntil(context.Background(), 30*time.Second, "InvalidSettings event", func(ctx context.Context) (bool, error) {
+		var list corev1.EventList
+		if err := k.c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == "ConfigMap" && e.Reason == "InvalidSettings" && strings.Contains(e.Message, "Optimus") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("Tiresias", 2*time.Second)
+
+	if err := k.c.Delete(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	want(kube.DefaultPolicy, 500*time.Millisecond) // back to the flags
+	k.waitSettled(t, ns, "j1", 2)
 }

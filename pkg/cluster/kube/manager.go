@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -66,6 +67,13 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, *Controlle
 	}
 	if opts.Namespace != "" {
 		co.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
+	}
+	if opts.ConfigNamespace != "" {
+		// Only the settings ConfigMap, not every ConfigMap of the cluster.
+		co.ByObject[&corev1.ConfigMap{}] = cache.ByObject{
+			Namespaces: map[string]cache.Config{opts.ConfigNamespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", ConfigMapName),
+		}
 	}
 	id := opts.LeaderElectionID
 	if id == "" {

@@ -12,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vodascheduler/voda/pkg/api"
@@ -37,10 +39,19 @@ func (c *Controller) Setup(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	err = ctrl.NewControllerManagedBy(mgr).
 		Named("node").
 		For(&corev1.Node{}).
 		Complete(reconcile.Func(c.reconcileNode))
+	if err != nil || c.opts.ConfigNamespace == "" {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("settings").
+		For(&corev1.ConfigMap{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetNamespace() == c.opts.ConfigNamespace && o.GetName() == ConfigMapName
+		}))).
+		Complete(reconcile.Func(c.reconcileConfig))
 }
 
 // podToJob maps a pod of a TrainingJob (worker or launcher) to its job.

@@ -217,3 +217,26 @@ func TestNodeInfo(t *testing.T) {
 }
 
 func resourceQ(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
+
+func TestParseSettings(t *testing.T) {
+	def := settings{policy: "ElasticFIFO", rateLimit: 30 * time.Second}
+	got, err := parseSettings(map[string]string{
+		"v100": "algorithm: tiresias\nrateLimit: 10s\n",
+		"k80":  "rateLimit: 0s",
+		"a100": "algorithm: Optimus",
+		"t4":   "rateLimit: -1s",
+		"p100": "algoritm: FIFO",
+	}, def)
+	want := map[api.GPUType]settings{
+		"v100": {policy: "Tiresias", rateLimit: 10 * time.Second},
+		"k80":  {policy: "ElasticFIFO", rateLimit: 0},
+	}
+	if d := cmp.Diff(want, got, cmp.AllowUnexported(settings{})); d != "" {
+		t.Errorf("settings (-want +got):\n%s", d)
+	}
+	for _, bad := range []string{"a100: unknown policy", "t4: rateLimit \"-1s\"", "p100: error unmarshaling JSON"} {
+		if err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("error %v does not report %q", err, bad)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/scheduler"
+)
+
+// ConfigMapName is the ConfigMap that holds per-GPU-type scheduler settings,
+// changeable at runtime. Each key is a GPU type; each value a small YAML
+// document:
+//
+//	nvidia-tesla-v100: |
+//	  algorithm: Tiresias
+//	  rateLimit: 10s
+//
+// A type without a key, or a field left out, uses the controller's flags.
+const ConfigMapName = "voda-schedulers"
+
+// SchedulerSettings are the runtime settings of one GPU type's scheduler.
+type SchedulerSettings struct {
+	// Algorithm is the policy name; empty keeps the controller's default.
+	Algorithm string `json:"algorithm,omitempty"`
+	// RateLimit is a Go duration ("30s"); empty keeps the default.
+	RateLimit string `json:"rateLimit,omitempty"`
+}
+
+// settings is a validated SchedulerSettings.
+type settings struct {
+	policy    string
+	rateLimit time.Duration
+}
+
+// parseSettings reads a ConfigMap's data. It reports every bad entry and
+// returns only the good ones.
+func parseSettings(data map[string]string, defaults settings) (map[api.GPUType]settings, error) {
+	out, _, err := parseSettingsBad(data, defaults)
+	return out, err
+}
+
+// parseSettingsBad is parseSettings that also names the bad entries.
+func parseSettingsBad(data map[string]string, defaults settings) (map[api.GPUType]settings, map[api.GPUType]bool, error) {
+	out := map[api.GPUType]settings{}
+	bad := map[api.GPUType]bool{}
+	var errs []error
+	for _, t := range slices.Sorted(maps.Keys(data)) {
+		bad[api.GPUType(t)] = true
+		var s SchedulerSettings
+		if err := yaml.UnmarshalStrict([]byte(data[t]), &s); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w (want YAML with algorithm and rateLimit)", t, err))
+			continue
+		}
+		v := defaults
+		if s.Algorithm != "" {
+			p, err := algorithm.New(s.Algorithm, algorithm.DefaultConfig())
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", t, err))
+				continue
+			}
+			v.policy = p.Name()
+		}
+		if s.RateLimit != "" {
+			d, err := time.ParseDuration(s.RateLimit)
+			if err != nil || d < 0 {
+				errs = append(errs, fmt.Errorf("%s: rateLimit %q is not a non-negative duration such as 30s", t, s.RateLimit))
+				continue
+			}
+			v.rateLimit = d
+		}
+		out[api.GPUType(t)] = v
+		delete(bad, api.GPUType(t))
+	}
+	return out, bad, errors.Join(errs...)
+}
+
+// defaults are the settings from the flags.
+func (c *Controller) defaults() settings {
+	return settings{policy: c.opts.Policy, rateLimit: c.opts.RateLimit}
+}
+
+// settingsFor returns the settings a GPU type's engine should run with.
+// The caller holds c.mu.
+func (c *Controller) settingsFor(t api.GPUType) settings {
+	if s, ok := c.overrides[t]; ok {
+		return s
+	}
+	return c.defaults()
+}
+
+// readConfig loads the settings ConfigMap, if configured and present. A bad
+// entry is reported as a Warning Event on the ConfigMap and named in bad;
+// the good entries are returned.
+func (c *Controller) readConfig(ctx context.Context) (good map[api.GPUType]settings, bad map[api.GPUType]bool, err error) {
+	if c.opts.ConfigNamespace == "" {
+		return nil, nil, nil
+	}
+	var cm corev1.ConfigMap
+	err = c.client.Get(ctx, types.NamespacedName{Namespace: c.opts.ConfigNamespace, Name: ConfigMapName}, &cm)
+	if apierrors.IsNotFound(err) {
+		return map[api.GPUType]settings{}, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	good, bad, perr := parseSettingsBad(cm.Data, c.defaults())
+	if perr != nil {
+		c.recorder.Event(&cm, corev1.EventTypeWarning, "InvalidSettings", perr.Error()+"; those GPU types keep their settings")
+		c.log.Error(perr, "scheduler settings", "configMap", ConfigMapName)
+	}
+	return good, bad, nil
+}
+
+// reconcileConfig applies changed settings to the running engines.
+func (c *Controller) reconcileConfig(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	if !c.waitReady(ctx) {
+		return reconcile.Result{}, ctx.Err()
+	}
+	next, bad, err := c.readConfig(ctx)
+	if err != nil || next == nil {
+		return reconcile.Result{}, err
+	}
+	c.mu.Lock()
+	prev := c.overrides
+	for t := range bad {
+		if s, ok := prev[t]; ok {
+			next[t] = s // a bad entry changes nothing
+		}
+	}
+	c.overrides = next
+	affected := map[api.GPUType]bool{}
+	for t := range prev {
+		affected[t] = true
+	}
+	for t := range next {
+		affected[t] = true
+	}
+	want := map[api.GPUType]settings{}
+	for t := range affected {
+		if c.handles(t) {
+			want[t] = c.settingsFor(t)
+		}
+	}
+	c.mu.Unlock()
+	for t, s := range want {
+		e := c.engineFor(t)
+		err := e.loop.Do(ctx, func(en *scheduler.Engine) error {
+			if err := en.Step(scheduler.SetPolicy{Name: s.policy}); err != nil {
+				return err
+			}
+			return en.Step(scheduler.SetRateLimit{Every: s.rateLimit})
+		})
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("apply settings to %s: %w", t, err)
+		}
+		c.log.Info("scheduler settings", "gpuType", t, "policy", s.policy, "rateLimit", s.rateLimit)
+	}
+	return reconcile.Result{}, nil
+}

@@ -12,16 +12,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vodascheduler/voda/internal/testenv"
 	"github.com/vodascheduler/voda/pkg/algorithm"
-	"github.com/vodascheduler/voda/pkg/cluster/kube"
-
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
 )
 
 // TestIntegrationController runs the controller against a real control
@@ -31,10 +32,13 @@ func TestIntegrationController(t *testing.T) {
 	k := newCluster(t)
 
 	t.Run("InvalidJobsRejected", func(t *testing.T) { testInvalidJobs(t, k) })
-	t.Run("ElasticFIFO", func(t *testing.T) { testElasticFIFO(t, k) })
 	t.Run("NodeLoss", func(t *testing.T) { testNodeLoss(t, k) })
 	t.Run("TiresiasPreemption", func(t *testing.T) { testTiresias(t, k) })
+	// Late enough for the garbage collector to know the MPIJob kind, which
+	// deletes a deleted job's pods.
+	t.Run("ElasticFIFO", func(t *testing.T) { testElasticFIFO(t, k) })
 	t.Run("Restart", func(t *testing.T) { testRestart(t, k) })
+	t.Run("KilledRepeatedly", func(t *testing.T) { testKilledRepeatedly(t, k) })
 	t.Run("LeaderElection", func(t *testing.T) { testLeaderElection(t, k) })
 	t.Run("RuntimeSettings", func(t *testing.T) { testRuntimeSettings(t, k) })
 }
@@ -132,12 +136,33 @@ func testElasticFIFO(t *testing.T, k *cluster) {
 	k.waitPhase(t, ns, "j1", v1alpha1.PhaseCompleted)
 	k.waitSettled(t, ns, "j2", 4)
 	k.waitSettled(t, ns, "j3", 4)
+
 	k.expectEvents(t, ns, "j1", map[string]int{"Submitted:": 1, "Started:": 1, "Completed:": 1})
 	for _, name := range []string{"j2", "j3"} {
 		k.expectEvents(t, ns, name, map[string]int{"Submitted:": 1, "Started:": 1, "Preempted:": 0})
 		if tj := k.job(t, ns, name); countPrefix(k.events(t, ns, name), "Scaled:") != int(tj.Status.Rescales) {
 			t.Errorf("%s: %d rescales but events %q", name, tj.Status.Rescales, k.events(t, ns, name))
 		}
+	}
+
+	// Deleting a job deletes its MPIJob and pods and frees its GPUs.
+	k.create(t, newJob(ns, "j4", gpu, 1, 1))
+	if err := k.c.Delete(context.Background(), k.job(t, ns, "j3")); err != nil {
+		t.Fatal(err)
+	}
+	k.waitSettled(t, ns, "j4", 1)
+	err = testenv.PollUntil(context.Background(), 60*time.Second, "j3's MPIJob and workers gone", func(ctx context.Context) (bool, error) {
+		pods, err := k.workers(ctx, ns, "j3")
+		if err != nil {
+			return false, err
+		}
+		m := &unstructured.Unstructured{}
+		m.SetGroupVersionKind(kube.MPIJobGVK)
+		err = k.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "j3"}, m)
+		return apierrors.IsNotFound(err) && len(pods) == 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -410,4 +435,46 @@ func testRuntimeSettings(t *testing.T, k *cluster) {
 	}
 	want(kube.DefaultPolicy, 500*time.Millisecond) // back to the flags
 	k.waitSettled(t, ns, "j1", 2)
+}
+
+// (e) again, harder: controllers killed at arbitrary moments while jobs
+// arrive and start. In the end every job runs exactly as its status says,
+// the GPUs are all used and none twice, and no job was started twice.
+func testKilledRepeatedly(t *testing.T, k *cluster) {
+	const ns, gpu = "chaos", "chaos-gpu"
+	k.scenario(t, ns, gpu, 2, 4)
+	lifetimes := []time.Duration{300 * time.Millisecond, 1200 * time.Millisecond, 700 * time.Millisecond, 2 * time.Second, 450 * time.Millisecond}
+	names := []string{"j1", "j2", "j3", "j4", "j5", "j6"}
+	for i, life := range lifetimes {
+		_, stop := k.startController(t, controllerOpts(t, gpu))
+		if i < len(names) {
+			k.create(t, newJob(ns, names[i], gpu, 1, 3))
+		}
+		time.Sleep(life)
+		stop()
+	}
+	k.create(t, newJob(ns, "j6", gpu, 1, 3))
+	k.startController(t, controllerOpts(t, gpu))
+
+	err := testenv.PollUntil(context.Background(), 120*time.Second, "every job settled, all 8 GPUs used", func(ctx context.Context) (bool, error) {
+		var total int32
+		for _, name := range names {
+			if ok, err := k.settled(ctx, ns, name, 0); !ok {
+				return false, err
+			}
+			total += k.job(t, ns, name).Status.Workers
+		}
+		if total != 8 {
+			return false, fmt.Errorf("jobs hold %d GPUs, want all 8", total)
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if n := countPrefix(k.events(t, ns, name), "Started:"); n > 1 {
+			t.Errorf("%s started %d times", name, n)
+		}
+	}
 }

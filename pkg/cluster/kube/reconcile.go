@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -157,8 +158,10 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 	var tj v1alpha1.TrainingJob
 	err := c.client.Get(ctx, req.NamespacedName, &tj)
 	if apierrors.IsNotFound(err) || (err == nil && tj.DeletionTimestamp != nil) {
-		// Owner references let the garbage collector delete the MPIJob.
-		return reconcile.Result{}, c.forget(ctx, id)
+		if err := c.forget(ctx, id); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, c.deleteOrphan(ctx, req.NamespacedName)
 	}
 	if err != nil {
 		return reconcile.Result{}, err
@@ -210,6 +213,27 @@ func (c *Controller) forget(ctx context.Context, id api.JobID) error {
 		return nil
 	}
 	return c.engineFor(gt).forget(ctx, id)
+}
+
+// deleteOrphan deletes the MPIJob of a deleted TrainingJob at once rather
+// than leaving it to the garbage collector, which may not have discovered
+// the TrainingJob kind yet and would keep the GPUs busy meanwhile.
+func (c *Controller) deleteOrphan(ctx context.Context, key types.NamespacedName) error {
+	mpi := newMPIJobObject()
+	if err := c.client.Get(ctx, key, mpi); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	ref := metav1.GetControllerOf(mpi)
+	if ref == nil || ref.Kind != "TrainingJob" || ref.Name != key.Name {
+		return nil // not ours
+	}
+	var tj v1alpha1.TrainingJob
+	if err := c.client.Get(ctx, key, &tj); err == nil && tj.UID == ref.UID && tj.DeletionTimestamp == nil {
+		return nil // its owner still exists
+	}
+	uid := mpi.GetUID()
+	err := c.client.Delete(ctx, mpi, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	return client.IgnoreNotFound(err)
 }
 
 // convergeRunning makes the MPIJob run the status's allocation and its

@@ -41,7 +41,7 @@ type afsKey struct{ length, gNew, gCur float64 }
 func keyOf(a *afsState) afsKey { return afsKey{a.length, a.gNew, a.gCur} }
 
 func newTournament(s *Snapshot) *tournament {
-	idx := order(s.Jobs, nil)
+	idx := orderByKeys(s.Jobs, noKey)
 	t := &tournament{st: make([]afsState, len(idx))}
 	for p, i := range idx {
 		j := &s.Jobs[i]

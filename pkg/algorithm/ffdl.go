@@ -37,7 +37,7 @@ func (FfDLOptimizer) Allocate(s Snapshot) (Result, error) {
 	r := newResult(len(s.Jobs))
 	free := s.GPUs
 	var admitted []int
-	for _, i := range order(s.Jobs, nil) {
+	for _, i := range orderByKeys(s.Jobs, noKey) {
 		j := &s.Jobs[i]
 		if j.Min <= free {
 			free -= j.Min

@@ -3,6 +3,7 @@ package algorithm
 import (
 	"cmp"
 	"slices"
+	"time"
 )
 
 // FIFO serves jobs in submission order, each at its requested size, with
@@ -32,15 +33,17 @@ func (FIFO) Allocate(s Snapshot) (Result, error) {
 	if err := s.Validate(); err != nil {
 		return Result{}, err
 	}
-	return checked(&s, rigid(&s, order(s.Jobs, nil)))
+	return checked(&s, rigid(&s, orderByKeys(s.Jobs, noKey)))
 }
+
+func noKey(*Job, int) (int64, time.Time) { return 0, time.Time{} }
 
 // Allocate implements Policy.
 func (ElasticFIFO) Allocate(s Snapshot) (Result, error) {
 	if err := s.Validate(); err != nil {
 		return Result{}, err
 	}
-	return checked(&s, elastic(&s, order(s.Jobs, nil)))
+	return checked(&s, elastic(&s, orderByKeys(s.Jobs, noKey)))
 }
 
 // checked validates a policy's own result, so a bug surfaces as an error the
@@ -69,6 +72,51 @@ func order(jobs []Job, by func(x, y int) int) []int {
 		}
 		return byArrival(&jobs[x], &jobs[y])
 	})
+	return idx
+}
+
+// sortKey is a job's position in an ordering, precomputed so that sorting
+// thousands of jobs compares integers rather than calling back into times
+// and closures. Times are (Unix seconds, nanoseconds), exact for every time.
+type sortKey struct {
+	k1, k2     int64
+	k2n        int32
+	submitted  int64
+	submittedN int32
+	id         string
+	i          int
+}
+
+// orderByKeys returns the indices of jobs sorted by key ascending — an
+// integer, then a time — ties broken by submission time and then ID, like
+// order.
+func orderByKeys(jobs []Job, key func(j *Job, i int) (k1 int64, k2 time.Time)) []int {
+	keys := make([]sortKey, len(jobs))
+	for i := range jobs {
+		j := &jobs[i]
+		k1, k2 := key(j, i)
+		keys[i] = sortKey{k1: k1, k2: k2.Unix(), k2n: int32(k2.Nanosecond()),
+			submitted: j.Submitted.Unix(), submittedN: int32(j.Submitted.Nanosecond()), id: string(j.ID), i: i}
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		switch {
+		case a.k1 != b.k1:
+			return cmp.Compare(a.k1, b.k1)
+		case a.k2 != b.k2:
+			return cmp.Compare(a.k2, b.k2)
+		case a.k2n != b.k2n:
+			return cmp.Compare(a.k2n, b.k2n)
+		case a.submitted != b.submitted:
+			return cmp.Compare(a.submitted, b.submitted)
+		case a.submittedN != b.submittedN:
+			return cmp.Compare(a.submittedN, b.submittedN)
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	idx := make([]int, len(keys))
+	for n, k := range keys {
+		idx[n] = k.i
+	}
 	return idx
 }
 

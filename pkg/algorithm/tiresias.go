@@ -1,11 +1,11 @@
 package algorithm
 
 import (
-	"cmp"
 	"container/heap"
 	"errors"
 	"fmt"
 	"math"
+	"time"
 )
 
 // ServiceMeasure selects what Tiresias counts as a job's attained service.
@@ -182,20 +182,14 @@ func tiresiasOrder(s *Snapshot, c TiresiasConfig) ([]int, []int) {
 	for i := range s.Jobs {
 		queues[i] = c.QueueOf(&s.Jobs[i])
 	}
-	idx := order(s.Jobs, func(x, y int) int {
-		if c := cmp.Compare(queues[x], queues[y]); c != 0 {
-			return c
+	idx := orderByKeys(s.Jobs, func(j *Job, i int) (int64, time.Time) {
+		// Queue first; inside a queue, never-started jobs after every
+		// started one.
+		k := int64(queues[i]) << 1
+		if j.FirstStarted.IsZero() {
+			k |= 1
 		}
-		a, b := &s.Jobs[x], &s.Jobs[y]
-		switch {
-		case a.FirstStarted.IsZero() && b.FirstStarted.IsZero():
-			return 0
-		case a.FirstStarted.IsZero():
-			return 1
-		case b.FirstStarted.IsZero():
-			return -1
-		}
-		return a.FirstStarted.Compare(b.FirstStarted)
+		return k, j.FirstStarted
 	})
 	return idx, queues
 }

@@ -12,9 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -145,24 +143,27 @@ func testElasticFIFO(t *testing.T, k *cluster) {
 		}
 	}
 
-	// Deleting a job deletes its MPIJob and pods and frees its GPUs.
+	// Deleting a job deletes its MPIJob and pods and frees its GPUs; a new
+	// job may reuse the name at once.
+	old := k.job(t, ns, "j3")
+	oldMPI := k.mpiJob(t, ns, "j3").GetUID()
 	k.create(t, newJob(ns, "j4", gpu, 1, 1))
-	if err := k.c.Delete(context.Background(), k.job(t, ns, "j3")); err != nil {
+	if err := k.c.Delete(context.Background(), old); err != nil {
 		t.Fatal(err)
 	}
+	k.create(t, newJob(ns, "j3", gpu, 1, 4))
 	k.waitSettled(t, ns, "j4", 1)
-	err = testenv.PollUntil(context.Background(), 60*time.Second, "j3's MPIJob and workers gone", func(ctx context.Context) (bool, error) {
-		pods, err := k.workers(ctx, ns, "j3")
-		if err != nil {
-			return false, err
-		}
-		m := &unstructured.Unstructured{}
-		m.SetGroupVersionKind(kube.MPIJobGVK)
-		err = k.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "j3"}, m)
-		return apierrors.IsNotFound(err) && len(pods) == 0, nil
+	j3 := k.waitSettled(t, ns, "j3", 0)
+	err = testenv.PollUntil(context.Background(), 60*time.Second, "the new j3 owns its MPIJob", func(ctx context.Context) (bool, error) {
+		m := k.mpiJob(t, ns, "j3")
+		ref := metav1.GetControllerOf(m)
+		return m.GetUID() != oldMPI && ref != nil && ref.UID == j3.UID, nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if j2, j4 := k.job(t, ns, "j2"), k.job(t, ns, "j4"); j2.Status.Workers+j3.Status.Workers+j4.Status.Workers != 8 {
+		t.Errorf("j2, j3, j4 hold %d, %d, %d GPUs, want 8 together", j2.Status.Workers, j3.Status.Workers, j4.Status.Workers)
 	}
 }
 

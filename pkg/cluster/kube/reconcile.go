@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -188,6 +189,9 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{}, err
 	}
 	if mpi != nil {
+		if ref := metav1.GetControllerOf(mpi); ref == nil || ref.UID != tj.UID {
+			return c.foreignMPIJob(ctx, &tj, mpi, ref)
+		}
 		if st := readMPIJob(mpi); st.succeeded || st.failed {
 			return reconcile.Result{}, e.finish(ctx, id, st.failed, st.message)
 		}
@@ -236,6 +240,20 @@ func (c *Controller) deleteOrphan(ctx context.Context, key types.NamespacedName)
 	return client.IgnoreNotFound(err)
 }
 
+// foreignMPIJob handles an MPIJob that has the job's name but is not its
+// own: one left by a deleted job of the same name is deleted; any other is
+// a conflict the user must resolve, reported as a Warning Event.
+func (c *Controller) foreignMPIJob(ctx context.Context, tj *v1alpha1.TrainingJob, mpi *unstructured.Unstructured, ref *metav1.OwnerReference) (reconcile.Result, error) {
+	if ref != nil && ref.Kind == "TrainingJob" && ref.Name == tj.Name {
+		uid := mpi.GetUID()
+		err := c.client.Delete(ctx, mpi, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		return reconcile.Result{RequeueAfter: time.Second}, client.IgnoreNotFound(err)
+	}
+	msg := fmt.Sprintf("MPIJob %s/%s exists and does not belong to this TrainingJob; delete it or rename the job", mpi.GetNamespace(), mpi.GetName())
+	c.event(jobID(client.ObjectKeyFromObject(tj)), corev1.EventTypeWarning, "NameConflict", msg)
+	return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+}
+
 // convergeRunning makes the MPIJob run the status's allocation and its
 // workers sit on the status's placement.
 func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJob, mpi *unstructured.Unstructured) error {
@@ -276,7 +294,7 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 			waiting = append(waiting, p)
 			continue
 		}
-		if on := podHost(c, p); on != "" && on != want {
+		if on := c.podHost(p); on != "" && on != want {
 			// A worker on the wrong node: delete it, the operator recreates
 			// it gated, and it is ungated onto its new node.
 			if err := c.client.Delete(ctx, p); err != nil && !apierrors.IsNotFound(err) {
@@ -298,7 +316,7 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 }
 
 // podHost is the hostname a pod runs on or is bound for, if any.
-func podHost(c *Controller, p *corev1.Pod) string {
+func (c *Controller) podHost(p *corev1.Pod) string {
 	if p.Spec.NodeName != "" {
 		return c.hostname(p.Spec.NodeName)
 	}

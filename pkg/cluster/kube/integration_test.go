@@ -21,6 +21,7 @@ import (
 	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 	"github.com/vodascheduler/voda/pkg/cluster/kube"
+	"github.com/vodascheduler/voda/pkg/compat"
 )
 
 // TestIntegrationController runs the controller against a real control
@@ -88,6 +89,26 @@ func testInvalidJobs(t *testing.T, k *cluster) {
 		tj.Namespace = "invalid"
 		if err := k.c.Create(context.Background(), &tj, client.DryRunAll); err != nil {
 			t.Errorf("%s rejected: %v", f, err)
+		}
+	}
+	// The original's job files convert into TrainingJobs the API server
+	// accepts.
+	originals, _ := filepath.Glob("../../../examples/original/*.yaml")
+	if len(originals) == 0 {
+		t.Fatal("no original-format examples found")
+	}
+	for _, f := range originals {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tj, err := compat.FromMPIJob(data, time.Now())
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		tj.Namespace = "invalid"
+		if err := k.c.Create(context.Background(), tj, client.DryRunAll); err != nil {
+			t.Errorf("%s converted but rejected: %v", f, err)
 		}
 	}
 	// And a valid job's scheduling fields cannot change afterwards.

@@ -1,0 +1,215 @@
+// Package compat converts the original Voda's job format — a Kubeflow
+// MPIJob whose launcher carries the scheduling parameters as environment
+// variables — into a TrainingJob, so existing job files keep working
+// (`voda create -f mpijob.yaml`, POST /api/v1/jobs).
+//
+// The original read NUM_PROC (or NP), MIN_NUM_PROC (MIN_NP), MAX_NUM_PROC
+// (MAX_NP), EPOCHS and JOB_PRIORITY from the launcher's first container, and
+// the GPU type from the worker's nodeSelector vodascheduler/accelerator; it
+// named the job <metadata.name>-<YYYYMMDD>-<hhmmss> on a 12-hour clock and
+// set JOB_NAME to that name. Here the clock is 24-hour, missing or malformed
+// values are errors that name the variable, and metadata.name becomes the
+// job's category, as in the original.
+package compat
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+)
+
+// The launcher environment variables of the original format.
+const (
+	EnvNumProc     = "NUM_PROC"
+	EnvNP          = "NP"
+	EnvMinNumProc  = "MIN_NUM_PROC"
+	EnvMinNP       = "MIN_NP"
+	EnvMaxNumProc  = "MAX_NUM_PROC"
+	EnvMaxNP       = "MAX_NP"
+	EnvEpochs      = "EPOCHS"
+	EnvJobPriority = "JOB_PRIORITY"
+	EnvJobName     = "JOB_NAME"
+)
+
+// NameLayout is the suffix appended to the original job's name: 24-hour
+// clock, in UTC.
+const NameLayout = "20060102-150405"
+
+// mpiJob holds the fields of a kubeflow.org/v1 or v2beta1 MPIJob that may
+// appear in a job file; anything else is an unknown field and an error.
+type mpiJob struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		SlotsPerWorker         *int32                  `json:"slotsPerWorker,omitempty"`
+		CleanPodPolicy         string                  `json:"cleanPodPolicy,omitempty"`
+		RunPolicy              map[string]any          `json:"runPolicy,omitempty"`
+		MainContainer          string                  `json:"mainContainer,omitempty"`
+		SSHAuthMountPath       string                  `json:"sshAuthMountPath,omitempty"`
+		MPIImplementation      string                  `json:"mpiImplementation,omitempty"`
+		LauncherCreationPolicy string                  `json:"launcherCreationPolicy,omitempty"`
+		RunLauncherAsWorker    *bool                   `json:"runLauncherAsWorker,omitempty"`
+		MPIReplicaSpecs        map[string]*replicaSpec `json:"mpiReplicaSpecs"`
+	} `json:"spec"`
+	Status map[string]any `json:"status,omitempty"`
+}
+
+type replicaSpec struct {
+	Replicas      *int32                 `json:"replicas,omitempty"`
+	RestartPolicy string                 `json:"restartPolicy,omitempty"`
+	Template      corev1.PodTemplateSpec `json:"template"`
+}
+
+// IsMPIJob reports whether a YAML or JSON document declares kind MPIJob.
+func IsMPIJob(data []byte) bool {
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	return yaml.Unmarshal(data, &head) == nil && head.Kind == "MPIJob"
+}
+
+// FromMPIJob converts an original-format MPIJob document (YAML or JSON) into
+// a TrainingJob submitted at now. Every problem is reported, each naming
+// the field or variable to fix.
+func FromMPIJob(data []byte, now time.Time) (*v1alpha1.TrainingJob, error) {
+	var m mpiJob
+	if err := yaml.UnmarshalStrict(data, &m); err != nil {
+		return nil, fmt.Errorf("not a valid MPIJob: %w", err)
+	}
+	if m.Kind != "MPIJob" || !strings.HasPrefix(m.APIVersion, "kubeflow.org/") {
+		return nil, fmt.Errorf("kind is %q, apiVersion %q: want an MPIJob of kubeflow.org/v1 or v2beta1", m.Kind, m.APIVersion)
+	}
+	var errs []error
+	base := m.Metadata.Name
+	if base == "" {
+		errs = append(errs, errors.New("metadata.name is missing"))
+	}
+	name := base + "-" + now.UTC().Format(NameLayout)
+	// The name also names the MPIJob's Service and labels its pods: a
+	// DNS-1035 label of at most 63 characters, date suffix included.
+	if msgs := validation.IsDNS1035Label(name); len(msgs) > 0 && base != "" {
+		errs = append(errs, fmt.Errorf("metadata.name %q does not make a valid job name %q: %s", base, name, strings.Join(msgs, "; ")))
+	}
+	launcher, worker := m.Spec.MPIReplicaSpecs["Launcher"], m.Spec.MPIReplicaSpecs["Worker"]
+	if launcher == nil || len(launcher.Template.Spec.Containers) == 0 {
+		errs = append(errs, errors.New("spec.mpiReplicaSpecs.Launcher with a container is missing"))
+	}
+	if worker == nil || len(worker.Template.Spec.Containers) == 0 {
+		errs = append(errs, errors.New("spec.mpiReplicaSpecs.Worker with a container is missing"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	env := envOf(launcher.Template.Spec.Containers[0])
+	spec := api.JobSpec{GPUType: api.GPUType(worker.Template.Spec.NodeSelector[v1alpha1.AcceleratorLabel]), Category: base}
+	if spec.GPUType == "" {
+		errs = append(errs, fmt.Errorf("the worker's nodeSelector %s (the GPU type) is missing", v1alpha1.AcceleratorLabel))
+	}
+	var err error
+	if spec.MinWorkers, err = env.number(true, EnvMinNumProc, EnvMinNP); err != nil {
+		errs = append(errs, err)
+	}
+	if spec.MaxWorkers, err = env.number(true, EnvMaxNumProc, EnvMaxNP); err != nil {
+		errs = append(errs, err)
+	}
+	if spec.RequestedWorkers, err = env.number(false, EnvNumProc, EnvNP); err != nil {
+		errs = append(errs, err)
+	}
+	if spec.Epochs, err = env.number(false, EnvEpochs); err != nil {
+		errs = append(errs, err)
+	}
+	if spec.Priority, err = env.number(false, EnvJobPriority); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		if err := spec.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("launcher environment: %w", err))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	lt, wt := launcher.Template.DeepCopy(), worker.Template.DeepCopy()
+	setEnv(&lt.Spec.Containers[0], EnvJobName, name)
+	tj := &v1alpha1.TrainingJob{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "TrainingJob"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: m.Metadata.Namespace,
+			Labels: m.Metadata.Labels, Annotations: m.Metadata.Annotations,
+		},
+		Spec: v1alpha1.TrainingJobSpec{
+			GPUType:          string(spec.GPUType),
+			MinWorkers:       int32(spec.MinWorkers),
+			MaxWorkers:       int32(spec.MaxWorkers),
+			RequestedWorkers: int32(spec.RequestedWorkers),
+			Priority:         int32(spec.Priority),
+			Epochs:           int32(spec.Epochs),
+			Category:         base,
+			Template: v1alpha1.TrainingJobTemplate{MPIJob: &v1alpha1.MPIJobTemplate{
+				SlotsPerWorker:    m.Spec.SlotsPerWorker,
+				MPIImplementation: m.Spec.MPIImplementation,
+				SSHAuthMountPath:  m.Spec.SSHAuthMountPath,
+				Launcher:          *lt,
+				Worker:            *wt,
+			}},
+		},
+	}
+	return tj, nil
+}
+
+// environment is a container's literal environment variables.
+type environment map[string]string
+
+func envOf(c corev1.Container) environment {
+	env := environment{}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value
+		}
+	}
+	return env
+}
+
+// int reads the first of names that is set, as a non-negative integer that
+// fits the API. A required variable must be set.
+func (env environment) number(required bool, names ...string) (int, error) {
+	for _, n := range names {
+		v, ok := env[n]
+		if !ok {
+			continue
+		}
+		i, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || i < 0 || i > 1<<20 {
+			return 0, fmt.Errorf("launcher env %s=%q: want a whole number from 0 to %d", n, v, 1<<20)
+		}
+		return i, nil
+	}
+	if required {
+		return 0, fmt.Errorf("launcher env %s is missing (the original also accepted %s)", names[0], strings.Join(names[1:], ", "))
+	}
+	return 0, nil
+}
+
+// setEnv sets or replaces a literal environment variable.
+func setEnv(c *corev1.Container, name, value string) {
+	for i := range c.Env {
+		if c.Env[i].Name == name {
+			c.Env[i] = corev1.EnvVar{Name: name, Value: value}
+			return
+		}
+	}
+	c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: value})
+}

@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// Bad controller flags are usage errors (exit 2) that say what is valid,
+// found before any connection to a cluster is tried.
+func TestControllerRejectsBadFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"controller", "--algorithm", "Optimus"}, "--algorithm"},
+		{[]string{"controller", "--rate-limit", "-1s"}, "--rate-limit must not be negative"},
+		{[]string{"controller", "--rate-limit", "soon"}, "invalid argument"},
+		{[]string{"controller", "extra"}, "unknown command"},
+	}
+	for _, c := range cases {
+		code, _, stderr := run(c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+	// The algorithm error lists the valid names.
+	if _, _, stderr := run("controller", "--algorithm", "Optimus"); !strings.Contains(stderr, "ElasticTiresias") {
+		t.Errorf("stderr %q does not list the policies", stderr)
+	}
+}
+
+// Without a cluster the controller fails with a message saying how to
+// point it at one.
+func TestControllerNeedsACluster(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	code, _, stderr := run("controller", "--leader-elect=false")
+	if code != 1 || !strings.Contains(stderr, "pass --kubeconfig or run in a cluster") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}

@@ -147,6 +147,9 @@ func nodeList(nodes []api.NodeName) string {
 // counters once per sync period.
 func (e *engine) persistAll(ctx context.Context, en *scheduler.Engine) {
 	for _, j := range en.Jobs() {
+		if w, ok := e.written[j.ID]; ok && w.status.Phase.Final() {
+			continue // ended and written: nothing about it changes again
+		}
 		if err := e.persist(ctx, j, false); err != nil {
 			e.c.log.Error(err, "write status", "job", j.ID)
 		}

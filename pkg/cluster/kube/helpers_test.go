@@ -143,6 +143,15 @@ func launcherCompletesAfter(d string) jobOpt {
 	}
 }
 
+// launcherFails makes the launcher fail once it runs, with no retry.
+func launcherFails() jobOpt {
+	return func(tj *v1alpha1.TrainingJob) {
+		zero := int32(0)
+		tj.Spec.Template.MPIJob.BackoffLimit = &zero
+		tj.Spec.Template.MPIJob.Launcher.Annotations = map[string]string{testenv.ExitAnnotation: "fail", testenv.CompleteAfterAnnotation: "1s"}
+	}
+}
+
 func requested(n int32) jobOpt {
 	return func(tj *v1alpha1.TrainingJob) { tj.Spec.RequestedWorkers = n }
 }

@@ -186,6 +186,31 @@ func testElasticFIFO(t *testing.T, k *cluster) {
 	if j2, j4 := k.job(t, ns, "j2"), k.job(t, ns, "j4"); j2.Status.Workers+j3.Status.Workers+j4.Status.Workers != 8 {
 		t.Errorf("j2, j3, j4 hold %d, %d, %d GPUs, want 8 together", j2.Status.Workers, j3.Status.Workers, j4.Status.Workers)
 	}
+
+	// A job whose launcher fails ends Failed, saying so, and its GPUs go
+	// back (j3 grows again).
+	k.create(t, newJob(ns, "bad", gpu, 1, 1, launcherFails()))
+	bad := k.waitPhase(t, ns, "bad", "Failed")
+	if !strings.Contains(bad.Status.Message, "failed") || bad.Status.Workers != 0 || bad.Status.FinishTime == nil {
+		t.Errorf("failed job's status: %+v", bad.Status)
+	}
+	k.expectEvents(t, ns, "bad", map[string]int{"Started:": 1, "Failed:": 1})
+	err = testenv.PollUntil(context.Background(), 60*time.Second, "GPUs of the failed job reused", func(ctx context.Context) (bool, error) {
+		var total int32
+		for _, name := range []string{"j2", "j3", "j4"} {
+			if ok, err := k.settled(ctx, ns, name, 0); !ok {
+				return false, err
+			}
+			total += k.job(t, ns, name).Status.Workers
+		}
+		if total != 8 {
+			return false, fmt.Errorf("j2, j3, j4 hold %d GPUs, want 8", total)
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // (c) a node that loses its label: with room elsewhere its workers migrate

@@ -67,6 +67,9 @@ func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32) (*unstructured.Unstruc
 	if t.SSHAuthMountPath != "" {
 		spec["sshAuthMountPath"] = t.SSHAuthMountPath
 	}
+	if t.BackoffLimit != nil {
+		spec["runPolicy"].(map[string]any)["backoffLimit"] = int64(*t.BackoffLimit)
+	}
 	u := newMPIJobObject()
 	u.SetName(tj.Name)
 	u.SetNamespace(tj.Namespace)

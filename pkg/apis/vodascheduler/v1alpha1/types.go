@@ -139,6 +139,12 @@ type MPIJobTemplate struct {
 	// SSHAuthMountPath is where the SSH keys are mounted.
 	// +optional
 	SSHAuthMountPath string `json:"sshAuthMountPath,omitempty"`
+	// BackoffLimit is how many times a failed launcher is retried before
+	// the job fails (runPolicy.backoffLimit; unset uses the operator's
+	// default).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
 	// Launcher is the pod template of the launcher.
 	Launcher corev1.PodTemplateSpec `json:"launcher"`
 	// Worker is the pod template of every worker; Voda sets one GPU per

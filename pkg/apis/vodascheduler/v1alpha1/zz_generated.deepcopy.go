@@ -16,6 +16,11 @@ func (in *MPIJobTemplate) DeepCopyInto(out *MPIJobTemplate) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.BackoffLimit != nil {
+		in, out := &in.BackoffLimit, &out.BackoffLimit
+		*out = new(int32)
+		**out = **in
+	}
 	in.Launcher.DeepCopyInto(&out.Launcher)
 	in.Worker.DeepCopyInto(&out.Worker)
 }

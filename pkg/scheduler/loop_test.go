@@ -208,6 +208,7 @@ func TestLoopAfterRoundSeesTheAppliedPlan(t *testing.T) {
 		go func() { l.Run(ctx); close(done) }()
 		defer func() { cancel(); <-done }()
 		must(t, l.Send(ctx, scheduler.NodeSet{Node: api.Node{Name: "n1", GPUs: 8}}))
+		synctest.Wait() // the node's round runs before the job arrives
 		must(t, l.Send(ctx, job("a", 2, 4)))
 		synctest.Wait()
 		must(t, l.Do(ctx, func(*scheduler.Engine) error {

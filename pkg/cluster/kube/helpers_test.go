@@ -272,6 +272,28 @@ func (k *cluster) waitSettled(t *testing.T, ns, name string, n int32) *v1alpha1.
 	return k.job(t, ns, name)
 }
 
+// waitAllSettled waits until every named job has settled at the same time,
+// holding gpus GPUs together.
+func (k *cluster) waitAllSettled(t *testing.T, ns string, names []string, gpus int32) {
+	t.Helper()
+	err := testenv.PollUntil(context.Background(), 120*time.Second, fmt.Sprintf("%v settled on %d GPUs", names, gpus), func(ctx context.Context) (bool, error) {
+		var total int32
+		for _, name := range names {
+			if ok, err := k.settled(ctx, ns, name, 0); !ok {
+				return false, err
+			}
+			total += k.job(t, ns, name).Status.Workers
+		}
+		if total != gpus {
+			return false, fmt.Errorf("%v hold %d GPUs, want %d", names, total, gpus)
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitSettledOff waits until a job has settled on nodes other than off.
 func (k *cluster) waitSettledOff(t *testing.T, ns, name string, n int32, off string) *v1alpha1.TrainingJob {
 	t.Helper()

@@ -195,22 +195,7 @@ func testElasticFIFO(t *testing.T, k *cluster) {
 		t.Errorf("failed job's status: %+v", bad.Status)
 	}
 	k.expectEvents(t, ns, "bad", map[string]int{"Started:": 1, "Failed:": 1})
-	err = testenv.PollUntil(context.Background(), 60*time.Second, "GPUs of the failed job reused", func(ctx context.Context) (bool, error) {
-		var total int32
-		for _, name := range []string{"j2", "j3", "j4"} {
-			if ok, err := k.settled(ctx, ns, name, 0); !ok {
-				return false, err
-			}
-			total += k.job(t, ns, name).Status.Workers
-		}
-		if total != 8 {
-			return false, fmt.Errorf("j2, j3, j4 hold %d GPUs, want 8", total)
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k.waitAllSettled(t, ns, []string{"j2", "j3", "j4"}, 8) // the failed job's GPU reused
 }
 
 // (c) a node that loses its label: with room elsewhere its workers migrate
@@ -503,22 +488,7 @@ func testKilledRepeatedly(t *testing.T, k *cluster) {
 	k.create(t, newJob(ns, "j6", gpu, 1, 3))
 	k.startController(t, controllerOpts(t, gpu))
 
-	err := testenv.PollUntil(context.Background(), 120*time.Second, "every job settled, all 8 GPUs used", func(ctx context.Context) (bool, error) {
-		var total int32
-		for _, name := range names {
-			if ok, err := k.settled(ctx, ns, name, 0); !ok {
-				return false, err
-			}
-			total += k.job(t, ns, name).Status.Workers
-		}
-		if total != 8 {
-			return false, fmt.Errorf("jobs hold %d GPUs, want all 8", total)
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k.waitAllSettled(t, ns, names, 8)
 	for _, name := range names {
 		if n := countPrefix(k.events(t, ns, name), "Started:"); n > 1 {
 			t.Errorf("%s started %d times", name, n)

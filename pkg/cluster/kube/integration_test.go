@@ -72,51 +72,45 @@ func testInvalidJobs(t *testing.T, k *cluster) {
 			t.Errorf("%s: error %q does not say %q", c.name, err, c.want)
 		}
 	}
-	// The examples are valid.
-	files, _ := filepath.Glob("../../../examples/*trainingjob*.yaml")
-	if len(files) == 0 {
-		t.Fatal("no TrainingJob examples found")
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tj v1alpha1.TrainingJob
-		if err := yaml.UnmarshalStrict(data, &tj); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		tj.Namespace = "invalid"
-		if err := k.c.Create(context.Background(), &tj, client.DryRunAll); err != nil {
-			t.Errorf("%s rejected: %v", f, err)
-		}
-	}
-	// The original's job files convert into TrainingJobs the API server
-	// accepts.
-	originals, _ := filepath.Glob("../../../examples/original/*.yaml")
-	if len(originals) == 0 {
-		t.Fatal("no original-format examples found")
-	}
-	for _, f := range originals {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tj, err := compat.FromMPIJob(data, time.Now())
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		tj.Namespace = "invalid"
-		if err := k.c.Create(context.Background(), tj, client.DryRunAll); err != nil {
-			t.Errorf("%s converted but rejected: %v", f, err)
-		}
-	}
+	// The examples are valid, and the original's job files convert into
+	// TrainingJobs the API server accepts.
+	k.dryRunExamples(t, "../../../examples/*trainingjob*.yaml", func(data []byte) (*v1alpha1.TrainingJob, error) {
+		tj := &v1alpha1.TrainingJob{}
+		return tj, yaml.UnmarshalStrict(data, tj)
+	})
+	k.dryRunExamples(t, "../../../examples/original/*.yaml", func(data []byte) (*v1alpha1.TrainingJob, error) {
+		return compat.FromMPIJob(data, time.Now())
+	})
 	// And a valid job's scheduling fields cannot change afterwards.
 	tj := newJob("invalid", "good", "v100", 1, 4)
 	k.create(t, tj)
 	tj.Spec.MaxWorkers = 8
 	if err := k.c.Update(context.Background(), tj); err == nil || !strings.Contains(err.Error(), "maxWorkers is immutable") {
 		t.Errorf("changing maxWorkers: %v, want rejected as immutable", err)
+	}
+}
+
+// dryRunExamples decodes every file matching pattern into a TrainingJob and
+// has the API server validate it without creating it.
+func (k *cluster) dryRunExamples(t *testing.T, pattern string, decode func([]byte) (*v1alpha1.TrainingJob, error)) {
+	t.Helper()
+	files, _ := filepath.Glob(pattern)
+	if len(files) == 0 {
+		t.Fatalf("no examples match %s", pattern)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tj, err := decode(data)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		tj.Namespace = "invalid"
+		if err := k.c.Create(context.Background(), tj, client.DryRunAll); err != nil {
+			t.Errorf("%s rejected: %v", f, err)
+		}
 	}
 }
 

@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vodascheduler/voda/pkg/api"
 )
 
 // Labels, annotations and names Voda puts on the objects it manages.
@@ -24,20 +26,19 @@ const (
 // +kubebuilder:validation:Enum=Submitted;Waiting;Running;Completed;Failed;Canceled
 type Phase string
 
-// The phases of a training job. Completed, Failed and Canceled are final.
+// The phases of a training job: the engine's (pkg/api), as the API spells
+// them. Completed, Failed and Canceled are final.
 const (
-	PhaseSubmitted Phase = "Submitted"
-	PhaseWaiting   Phase = "Waiting"
-	PhaseRunning   Phase = "Running"
-	PhaseCompleted Phase = "Completed"
-	PhaseFailed    Phase = "Failed"
-	PhaseCanceled  Phase = "Canceled"
+	PhaseSubmitted = Phase(api.PhaseSubmitted)
+	PhaseWaiting   = Phase(api.PhaseWaiting)
+	PhaseRunning   = Phase(api.PhaseRunning)
+	PhaseCompleted = Phase(api.PhaseCompleted)
+	PhaseFailed    = Phase(api.PhaseFailed)
+	PhaseCanceled  = Phase(api.PhaseCanceled)
 )
 
 // Final reports whether the phase is one a job never leaves.
-func (p Phase) Final() bool {
-	return p == PhaseCompleted || p == PhaseFailed || p == PhaseCanceled
-}
+func (p Phase) Final() bool { return api.Phase(p).Final() }
 
 // TrainingJob is an elastic deep-learning training job that Voda schedules:
 // it decides how many workers (one GPU each) the job gets, within the

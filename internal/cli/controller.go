@@ -28,6 +28,7 @@ func newControllerCmd() *cobra.Command {
 		verbose    bool
 		qps        float32
 		burst      int
+		api        apiFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -40,6 +41,9 @@ GPU nodes join a GPU type through the label vodascheduler/accelerator=<type>;
 their GPUs are their allocatable nvidia.com/gpu. Every decision is written to
 the TrainingJob's status and recorded as an Event on it, so
 'kubectl get tj' and 'kubectl describe tj NAME' show what happened and why.
+
+Every replica also serves the REST API (--api-addr) that 'voda create', 'get',
+'describe', 'delete' and 'set scheduler' talk to; see docs/api.md.
 
 Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
 		Example: `  # Out of cluster, against the current kubeconfig context:
@@ -76,9 +80,19 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
 			if o.ConfigNamespace == "" {
 				o.ConfigNamespace = podNamespace(o.Namespace)
 			}
+			if err := api.check(); err != nil {
+				return err
+			}
+			mgr, _, err := kube.NewManager(cfg, o)
+			if err != nil {
+				return err
+			}
+			if err := api.addTo(mgr, cfg, o); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return kube.Run(ctx, cfg, o)
+			return mgr.Start(ctx)
 		},
 	}
 	f := cmd.Flags()
@@ -100,6 +114,7 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
 	f.Float32Var(&qps, "kube-api-qps", 50, "requests per second to the API server, sustained")
 	f.IntVar(&burst, "kube-api-burst", 100, "requests to the API server in a burst")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
+	api.add(f)
 	return cmd
 }
 

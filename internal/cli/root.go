@@ -52,7 +52,8 @@ jobs. It runs one scheduler per GPU type with a choice of eight policies.`,
 	// becomes a usage error like any other bad argument.
 	root.Args = usageArgs(cobra.NoArgs)
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
-	root.AddCommand(newPoliciesCmd(), newSimulateCmd(), newControllerCmd())
+	root.AddCommand(newPoliciesCmd(), newSimulateCmd(), newControllerCmd(),
+		newCreateCmd(), newGetCmd(), newDescribeCmd(), newDeleteCmd(), newSetCmd(), newVersionCmd())
 	return root
 }
 

@@ -57,33 +57,51 @@ func parseSettingsBad(data map[string]string, defaults settings) (map[api.GPUTyp
 	bad := map[api.GPUType]bool{}
 	var errs []error
 	for _, t := range slices.Sorted(maps.Keys(data)) {
-		bad[api.GPUType(t)] = true
-		var s SchedulerSettings
-		if err := yaml.UnmarshalStrict([]byte(data[t]), &s); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w (want YAML with algorithm and rateLimit)", t, err))
+		s, err := ParseSchedulerSettings(data[t])
+		if err == nil {
+			s, err = s.Resolve(defaults.policy, defaults.rateLimit)
+		}
+		if err != nil {
+			bad[api.GPUType(t)] = true
+			errs = append(errs, fmt.Errorf("%s: %w", t, err))
 			continue
 		}
-		v := defaults
-		if s.Algorithm != "" {
-			p, err := algorithm.New(s.Algorithm, algorithm.DefaultConfig())
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", t, err))
-				continue
-			}
-			v.policy = p.Name()
-		}
-		if s.RateLimit != "" {
-			d, err := time.ParseDuration(s.RateLimit)
-			if err != nil || d < 0 {
-				errs = append(errs, fmt.Errorf("%s: rateLimit %q is not a non-negative duration such as 30s", t, s.RateLimit))
-				continue
-			}
-			v.rateLimit = d
-		}
-		out[api.GPUType(t)] = v
-		delete(bad, api.GPUType(t))
+		d, _ := time.ParseDuration(s.RateLimit)
+		out[api.GPUType(t)] = settings{policy: s.Algorithm, rateLimit: d}
 	}
 	return out, bad, errors.Join(errs...)
+}
+
+// ParseSchedulerSettings reads one GPU type's entry of the ConfigMap. Unknown
+// fields are errors.
+func ParseSchedulerSettings(value string) (SchedulerSettings, error) {
+	var s SchedulerSettings
+	if err := yaml.UnmarshalStrict([]byte(value), &s); err != nil {
+		return SchedulerSettings{}, fmt.Errorf("%w (want YAML with algorithm and rateLimit)", err)
+	}
+	return s, nil
+}
+
+// Resolve checks the settings and fills what they leave out from the
+// defaults: the result has the policy's canonical name and a rate limit
+// spelled as a Go duration.
+func (s SchedulerSettings) Resolve(defaultPolicy string, defaultRateLimit time.Duration) (SchedulerSettings, error) {
+	out := SchedulerSettings{Algorithm: defaultPolicy, RateLimit: defaultRateLimit.String()}
+	if s.Algorithm != "" {
+		p, err := algorithm.New(s.Algorithm, algorithm.DefaultConfig())
+		if err != nil {
+			return SchedulerSettings{}, err
+		}
+		out.Algorithm = p.Name()
+	}
+	if s.RateLimit != "" {
+		d, err := time.ParseDuration(s.RateLimit)
+		if err != nil || d < 0 {
+			return SchedulerSettings{}, fmt.Errorf("rateLimit %q is not a non-negative duration such as 30s", s.RateLimit)
+		}
+		out.RateLimit = d.String()
+	}
+	return out, nil
 }
 
 // defaults are the settings from the flags.

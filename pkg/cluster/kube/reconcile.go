@@ -99,6 +99,17 @@ func nodeInfoOf(n *corev1.Node) nodeInfo {
 	return info
 }
 
+// NodeGPUs is what the scheduler counts of a node: its GPU type and its
+// GPUs. A node the scheduler does not use (no label, no GPUs, cordoned,
+// being deleted) has none.
+func NodeGPUs(n *corev1.Node) (api.GPUType, int) {
+	info := nodeInfoOf(n)
+	if !info.usable() {
+		return "", 0
+	}
+	return info.gpuType, info.gpus
+}
+
 // reconcileNode tells the engines about a node that joined, left or
 // changed GPU type or capacity.
 func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

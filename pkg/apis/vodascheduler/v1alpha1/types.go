@@ -110,6 +110,13 @@ type TrainingJobSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Category string `json:"category,omitempty"`
+	// Submitter is the user who submitted the job through Voda's REST API,
+	// as that API authenticated them; it decides who may see and delete
+	// the job there. Jobs created with kubectl leave it empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="submitter is immutable"
+	Submitter string `json:"submitter,omitempty"`
 	// Template is the training runtime Voda creates for the job.
 	Template TrainingJobTemplate `json:"template"`
 }

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
+	"github.com/vodascheduler/voda/pkg/server"
+)
+
+// apiFlags configure the REST API served by `voda controller`.
+type apiFlags struct {
+	addr, certFile, keyFile string
+	auth, tokenFile         string
+	adminGroups             string
+	namespace               string
+	maxBody                 int64
+}
+
+func (a *apiFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&a.addr, "api-addr", ":8088", `address of the REST API (voda create/get/describe/delete); "0" disables it`)
+	f.StringVar(&a.certFile, "api-tls-cert-file", "", "PEM certificate of the REST API; with --api-tls-key-file it serves HTTPS")
+	f.StringVar(&a.keyFile, "api-tls-key-file", "", "PEM private key of the REST API's certificate")
+	f.StringVar(&a.auth, "api-auth", "tokenreview", "how the REST API checks bearer tokens: tokenreview (the Kubernetes TokenReview API) or static (--api-token-file)")
+	f.StringVar(&a.tokenFile, "api-token-file", "", `static tokens, one CSV line each: token,user,uid,"group1,group2"`)
+	f.StringVar(&a.adminGroups, "api-admin-groups", "system:masters,"+server.DefaultAdminGroup, "comma-separated groups whose members see every job and change schedulers")
+	f.StringVar(&a.namespace, "api-namespace", "", "namespace of the jobs submitted through the REST API (default --namespace, else the pod's, else default)")
+	f.Int64Var(&a.maxBody, "api-max-body-bytes", server.DefaultMaxBodyBytes, "largest request body the REST API accepts")
+}
+
+// check validates the flags before anything starts.
+func (a *apiFlags) check() error {
+	if a.addr == "0" || a.addr == "" {
+		return nil
+	}
+	switch a.auth {
+	case "tokenreview":
+		if a.tokenFile != "" {
+			return usageError{errors.New("--api-token-file needs --api-auth static")}
+		}
+	case "static":
+		if a.tokenFile == "" {
+			return usageError{errors.New("--api-auth static needs --api-token-file")}
+		}
+	default:
+		return usageError{fmt.Errorf("--api-auth %q: want tokenreview or static", a.auth)}
+	}
+	if (a.certFile == "") != (a.keyFile == "") {
+		return usageError{errors.New("--api-tls-cert-file and --api-tls-key-file go together")}
+	}
+	if a.maxBody <= 0 {
+		return usageError{errors.New("--api-max-body-bytes must be positive")}
+	}
+	return nil
+}
+
+// addTo adds the REST API to the manager, serving on every replica.
+func (a *apiFlags) addTo(mgr ctrl.Manager, cfg *rest.Config, o kube.ManagerOptions) error {
+	if a.addr == "0" || a.addr == "" {
+		return nil
+	}
+	// Reads go straight to the API server, so a job is visible the moment
+	// it is created.
+	c, err := client.New(cfg, client.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		return err
+	}
+	var auth server.Authenticator = server.TokenReview{Client: c}
+	if a.auth == "static" {
+		if auth, err = server.LoadTokenFile(a.tokenFile); err != nil {
+			return usageError{fmt.Errorf("--api-token-file: %w", err)}
+		}
+	}
+	var groups []string
+	for _, g := range strings.Split(a.adminGroups, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			groups = append(groups, g)
+		}
+	}
+	ns := a.namespace
+	if ns == "" {
+		ns = podNamespace(o.Namespace)
+	}
+	if o.Namespace != "" && ns != o.Namespace {
+		return usageError{fmt.Errorf("--api-namespace %s is outside --namespace %s: the controller would never see those jobs", ns, o.Namespace)}
+	}
+	s, err := server.New(c, auth, server.Options{
+		Namespace: ns, AdminGroups: groups,
+		DefaultAlgorithm: o.Policy, DefaultRateLimit: o.RateLimit, ConfigNamespace: o.ConfigNamespace,
+		MaxBodyBytes: a.maxBody, Version: Version,
+		Registerer: ctrlmetrics.Registry, Gatherer: ctrlmetrics.Registry,
+		Log: o.Log.WithName("api"),
+	})
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&server.Listener{Addr: a.addr, CertFile: a.certFile, KeyFile: a.keyFile, Handler: s.Handler()})
+}

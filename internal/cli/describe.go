@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vodascheduler/voda/pkg/apis/rest"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+)
+
+// describeEvents is how many of a job's most recent events describe shows.
+const describeEvents = 10
+
+func newDescribeCmd() *cobra.Command {
+	var cf clientFlags
+	describe := &cobra.Command{
+		Use:   "describe job NAME",
+		Short: "Show a training job in detail",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE:  func(*cobra.Command, []string) error { return usageError{errors.New("say what to describe: job NAME")} },
+	}
+	cf.add(describe)
+	job := &cobra.Command{
+		Use:     "job NAME",
+		Aliases: []string{"jobs", "tj"},
+		Short:   "Show a training job: spec, status, placement, estimates, recent events and why it waits",
+		Long:    "Show a training job: spec, status, placement, estimated remaining time, recent events, and why it waits.\n" + clientHelp,
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			tj, err := c.GetJob(cmd.Context(), args[0])
+			if err != nil {
+				return apiError(err)
+			}
+			events, err := c.JobEvents(cmd.Context(), args[0])
+			if err != nil {
+				return apiError(err)
+			}
+			return describeJob(cmd.OutOrStdout(), tj, events, now())
+		},
+		ValidArgsFunction: cf.completeJobs,
+	}
+	describe.AddCommand(job)
+	return describe
+}
+
+// describeJob writes the human view of a job.
+func describeJob(w io.Writer, tj *v1alpha1.TrainingJob, events []rest.Event, at time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+	line := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	s, st := tj.Spec, tj.Status
+	phase := st.Phase
+	if phase == "" {
+		phase = v1alpha1.PhaseSubmitted
+	}
+	line("Name", tj.Name)
+	line("Namespace", tj.Namespace)
+	line("Submitter", orDefault(s.Submitter, "-"))
+	line("GPU type", s.GPUType)
+	workers := fmt.Sprintf("min %d, max %d", s.MinWorkers, s.MaxWorkers)
+	if s.RequestedWorkers > 0 {
+		workers += fmt.Sprintf(", requested %d", s.RequestedWorkers)
+	}
+	line("Worker range", workers)
+	line("Priority", fmt.Sprint(s.Priority))
+	line("Epochs", orDefault(positive(s.Epochs), "-"))
+	line("Category", orDefault(s.Category, "-"))
+	line("Status", string(phase))
+	if st.Message != "" {
+		label := "Message"
+		if phase == v1alpha1.PhaseWaiting || phase == v1alpha1.PhaseSubmitted {
+			label = "Why waiting"
+		}
+		line(label, st.Message)
+	}
+	line("Workers", fmt.Sprint(st.Workers))
+	if len(st.Placement) > 0 {
+		var parts []string
+		for i, n := range st.Placement {
+			parts = append(parts, fmt.Sprintf("%d→%s", i, n))
+		}
+		line("Placement", strings.Join(parts, " "))
+	}
+	line("Tiresias queue", fmt.Sprint(st.Queue))
+	line("Submitted", when(st.SubmitTime, &tj.CreationTimestamp, at))
+	line("First started", when(st.FirstStartTime, nil, at))
+	line("Last started", when(st.LastStartTime, nil, at))
+	line("Finished", when(st.FinishTime, nil, at))
+	waiting, running := jobTimes(tj, at)
+	line("Waiting", waiting.Round(time.Second).String())
+	line("Running", running.Round(time.Second).String())
+	line("GPU time", (time.Duration(st.GPUMillis) * time.Millisecond).Round(time.Second).String())
+	line("Rescales", fmt.Sprint(st.Rescales))
+	line("Restarts", fmt.Sprint(st.Restarts))
+	line("Preemptions", fmt.Sprint(st.Preemptions))
+	remaining := "unknown (no runtime measurements yet)"
+	if st.RemainingSeconds != nil {
+		remaining = (time.Duration(*st.RemainingSeconds) * time.Second).String() + " at one GPU (estimate)"
+	}
+	if phase.Final() {
+		remaining = "-"
+	}
+	line("Remaining", remaining)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "Events:")
+	if len(events) == 0 {
+		_, err := fmt.Fprintln(w, "  <none>")
+		return err
+	}
+	if len(events) > describeEvents {
+		events = events[len(events)-describeEvents:]
+	}
+	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  AGE\tTYPE\tREASON\tMESSAGE")
+	for _, e := range events {
+		age := ago(e.LastTime, at)
+		if e.Count > 1 {
+			age += fmt.Sprintf(" (x%d)", e.Count)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", age, e.Type, e.Reason, e.Message)
+	}
+	return tw.Flush()
+}
+
+func positive(n int32) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprint(n)
+}
+
+// when writes a time and how long ago it was; fallback is used when t is
+// not set.
+func when(t, fallback *metav1.Time, at time.Time) string {
+	if t == nil || t.IsZero() {
+		t = fallback
+	}
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%s ago)", t.UTC().Format(time.RFC3339), ago(t.Time, at))
+}
+
+// ago is the time since t, rounded to a readable unit.
+func ago(t, at time.Time) string {
+	d := at.Sub(t)
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	case d < 48*time.Hour:
+		return d.Round(time.Minute).String()
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}

@@ -1,0 +1,160 @@
+package server_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// testGPUType is the GPU type of the test jobs; the integration test labels
+// nodes with it.
+const testGPUType = "api-gpu"
+
+// validTJ is a TrainingJob the server accepts; the bad inputs are variants.
+const validTJ = `apiVersion: vodascheduler.io/v1alpha1
+kind: TrainingJob
+metadata:
+  name: NAME
+spec:
+  gpuType: api-gpu
+  minWorkers: 1
+  maxWorkers: 4
+  requestedWorkers: 2
+  epochs: 3
+  template:
+    mpiJob:
+      launcher:
+        spec:
+          containers:
+          - name: launcher
+            image: busybox
+      worker:
+        spec:
+          containers:
+          - name: worker
+            image: busybox
+`
+
+// validMPIJob is a job in the original Voda's format.
+const validMPIJob = `apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata:
+  name: NAME
+spec:
+  mpiReplicaSpecs:
+    Launcher:
+      template:
+        spec:
+          containers:
+          - name: launcher
+            image: busybox
+            env:
+            - {name: NUM_PROC, value: "2"}
+            - {name: MIN_NUM_PROC, value: "1"}
+            - {name: MAX_NUM_PROC, value: "4"}
+            - {name: EPOCHS, value: "3"}
+    Worker:
+      template:
+        spec:
+          nodeSelector:
+            vodascheduler/accelerator: api-gpu
+          containers:
+          - name: worker
+            image: busybox
+`
+
+func tj(name string, edits ...string) string    { return edit(validTJ, name, edits...) }
+func mpijob(name string, edits ...string) string { return edit(validMPIJob, name, edits...) }
+
+// edit names a template and applies old, new replacement pairs, each of
+// which must match.
+func edit(tmpl, name string, pairs ...string) string {
+	s := strings.Replace(tmpl, "NAME", name, 1)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if !strings.Contains(s, pairs[i]) {
+			panic(fmt.Sprintf("edit: %q not in the template", pairs[i]))
+		}
+		s = strings.Replace(s, pairs[i], pairs[i+1], 1)
+	}
+	return s
+}
+
+// badInput is a request body the API must refuse.
+type badInput struct {
+	name        string
+	contentType string
+	body        string
+	code        int
+	// want is a part of the error message that names the problem.
+	want string
+	// httpOnly inputs are refused by the server around DecodeJob, not by
+	// it (size, namespace, GPU type, submitter).
+	httpOnly bool
+}
+
+// billionLaughs is a YAML alias bomb: a few hundred bytes that expand into
+// billions of nodes if aliases are followed without a limit.
+const billionLaughs = `a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+kind: TrainingJob
+`
+
+// badInputs are the malformed and hostile job submissions of the tests.
+func badInputs() []badInput {
+	yamlCT, jsonCT := "application/yaml", "application/json"
+	return []badInput{
+		{"empty body", yamlCT, "", 400, "the body is empty", false},
+		{"only whitespace and comments", yamlCT, "  \n# nothing\n", 400, "the body is empty", false},
+		{"truncated JSON", jsonCT, `{"kind": "TrainingJob", "spec": {`, 400, "not valid YAML or JSON", false},
+		{"malformed YAML", yamlCT, "kind: [TrainingJob\nspec: {", 400, "not valid YAML or JSON", false},
+		{"a YAML list, not an object", yamlCT, "- kind: TrainingJob\n", 400, "not a YAML or JSON object", false},
+		{"a scalar", yamlCT, "hello\n", 400, "not a YAML or JSON object", false},
+		{"two documents", yamlCT, tj("a") + "---\n" + tj("b"), 400, "holds 2 documents", false},
+		{"kind missing", yamlCT, strings.Replace(tj("nokind"), "kind: TrainingJob\n", "", 1), 400, "kind is missing", false},
+		{"wrong kind", yamlCT, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n", 400, `kind "Deployment" is not accepted`, false},
+		{"wrong apiVersion", yamlCT, tj("v2", "vodascheduler.io/v1alpha1", "vodascheduler.io/v2"), 400, `apiVersion is "vodascheduler.io/v2"`, false},
+		{"GPU type missing", yamlCT, tj("nogpu", "  gpuType: api-gpu\n", ""), 400, "spec.gpuType is missing", false},
+		{"GPU type with spaces", yamlCT, tj("badgpu", "gpuType: api-gpu", "gpuType: nvidia tesla"), 400, `spec.gpuType "nvidia tesla"`, false},
+		{"min above max", yamlCT, tj("minmax", "minWorkers: 1", "minWorkers: 5", "requestedWorkers: 2", "requestedWorkers: 0"), 400, "maxWorkers (4) is below minWorkers (5)", false},
+		{"min zero", yamlCT, tj("minzero", "minWorkers: 1", "minWorkers: 0"), 400, "minWorkers is 0, must be at least 1", false},
+		{"requested outside range", yamlCT, tj("req", "requestedWorkers: 2", "requestedWorkers: 9"), 400, "requestedWorkers (9) is outside", false},
+		{"negative priority", yamlCT, tj("prio", "epochs: 3", "epochs: 3\n  priority: -1"), 400, "priority is -1", false},
+		{"negative epochs", yamlCT, tj("epochs", "epochs: 3", "epochs: -3"), 400, "epochs is -3", false},
+		{"non-integer workers", yamlCT, tj("word", "maxWorkers: 4", "maxWorkers: four"), 400, "not a valid TrainingJob", false},
+		{"fractional workers", yamlCT, tj("frac", "maxWorkers: 4", "maxWorkers: 2.5"), 400, "not a valid TrainingJob", false},
+		{"workers beyond int32", yamlCT, tj("huge", "maxWorkers: 4", "maxWorkers: 99999999999"), 400, "not a valid TrainingJob", false},
+		{"unknown top-level field", yamlCT, tj("unk") + "extra: 1\n", 400, `unknown field "extra"`, false},
+		{"unknown spec field", yamlCT, tj("unkspec", "  epochs: 3", "  epochs: 3\n  gpus: 4"), 400, `unknown field "gpus"`, false},
+		{"duplicate field", yamlCT, tj("dup", "  epochs: 3", "  epochs: 3\n  epochs: 4"), 400, "not a valid TrainingJob", false},
+		{"name missing", yamlCT, tj("", "  name: \n", ""), 400, "metadata.name is missing", false},
+		{"name too long", yamlCT, tj(strings.Repeat("a", 64)), 400, "must be no more than 63 characters", false},
+		{"name not a DNS label", yamlCT, tj("My_Job"), 400, `metadata.name "My_Job"`, false},
+		{"status set", yamlCT, tj("status") + "status:\n  phase: Running\n", 400, "status is set", false},
+		{"no template", yamlCT, tj("notmpl", "  template:\n", "  templat:\n"), 400, `unknown field "templat"`, false},
+		{"no runtime", yamlCT, strings.SplitAfter(tj("norun"), "  template:\n")[0] + "    {}\n", 400, "spec.template.mpiJob is missing", false},
+		{"launcher without containers", yamlCT, tj("nolaunch", "          containers:\n          - name: launcher\n            image: busybox\n", "          containers: []\n"), 400, "launcher has no container", false},
+		{"MPIJob negative NUM_PROC", yamlCT, mpijob("neg", `{name: NUM_PROC, value: "2"}`, `{name: NUM_PROC, value: "-1"}`), 400, `NUM_PROC="-1": want a whole number`, false},
+		{"MPIJob non-integer MIN_NUM_PROC", yamlCT, mpijob("abc", `value: "1"}`, `value: "abc"}`), 400, `MIN_NUM_PROC="abc"`, false},
+		{"MPIJob without MAX_NUM_PROC", yamlCT, mpijob("nomax", `            - {name: MAX_NUM_PROC, value: "4"}`+"\n", ""), 400, "MAX_NUM_PROC is missing", false},
+		{"MPIJob without GPU type", yamlCT, mpijob("nosel", "          nodeSelector:\n            vodascheduler/accelerator: api-gpu\n", ""), 400, "vodascheduler/accelerator (the GPU type) is missing", false},
+		{"MPIJob min above max", yamlCT, mpijob("mm", `{name: MIN_NUM_PROC, value: "1"}`, `{name: MIN_NUM_PROC, value: "8"}`), 400, "maxWorkers (4) is below minWorkers (8)", false},
+		{"MPIJob name too long", yamlCT, mpijob(strings.Repeat("m", 50)), 400, "does not make a valid job name", false},
+		{"YAML alias bomb", yamlCT, billionLaughs, 400, "excessive aliasing", false},
+		{"deeply nested JSON", jsonCT, strings.Repeat("[", 100000) + strings.Repeat("]", 100000), 400, "exceeded max depth", false},
+		{"plain text content type", "text/plain", tj("text"), 415, `Content-Type "text/plain" is not accepted`, false},
+		{"form content type", "application/x-www-form-urlencoded", "a=b", 415, "is not accepted", false},
+		{"malformed content type", "application/;;", tj("ct"), 415, "Content-Type", false},
+
+		{"body over the size limit", yamlCT, tj("big") + "# " + strings.Repeat("x", 2<<20) + "\n", http.StatusRequestEntityTooLarge, "larger than", true},
+		{"another namespace", yamlCT, tj("ns", "  name: ns\n", "  name: ns\n  namespace: kube-system\n"), 400, `metadata.namespace is "kube-system"`, true},
+		{"GPU type no node has", yamlCT, tj("nonode", "gpuType: api-gpu", "gpuType: nvidia-h100"), 400, `spec.gpuType "nvidia-h100": no node has this GPU type`, true},
+		{"submitting as another user", yamlCT, tj("other", "  epochs: 3", "  epochs: 3\n  submitter: mallory"), 403, `spec.submitter is "mallory"`, true},
+	}
+}

@@ -1,0 +1,681 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vodascheduler/voda/internal/cli"
+	"github.com/vodascheduler/voda/internal/testenv"
+	"github.com/vodascheduler/voda/pkg/apis/rest"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/client"
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
+	"github.com/vodascheduler/voda/pkg/server"
+)
+
+const (
+	apiNS        = "voda-api"
+	examplesType = "nvidia-tesla-v100" // the GPU type of examples/
+)
+
+// The users of the static token file.
+var tokens = map[string]string{"alice": "alice-token", "bob": "bob-token", "root": "root-token"}
+
+const tokenFile = `alice-token,alice,1
+bob-token,bob,2
+root-token,root,3,"voda:admins"
+`
+
+// apiEnv is a control plane with the controller and two API servers: one
+// with static tokens over HTTP, one with TokenReview over HTTPS.
+type apiEnv struct {
+	env        *testenv.Env
+	k8s        ctrlclient.Client
+	ctrl       *kube.Controller
+	url        string // static tokens
+	tlsURL     string // TokenReview, HTTPS
+	caFile     string
+	registry   *prometheus.Registry
+	tlsRegistr *prometheus.Registry
+}
+
+// TestIntegrationAPI runs the REST API and the CLI against a real control
+// plane with the controller running.
+func TestIntegrationAPI(t *testing.T) {
+	e := startAPIEnv(t)
+	t.Run("Public", func(t *testing.T) { testPublic(t, e) })
+	t.Run("Unauthenticated", func(t *testing.T) { testUnauthenticated(t, e) })
+	t.Run("BadInput", func(t *testing.T) { testBadInput(t, e) })
+	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, e) })
+	t.Run("Examples", func(t *testing.T) { testExamples(t, e) })
+	t.Run("Schedulers", func(t *testing.T) { testSchedulers(t, e) })
+	t.Run("TokenReview", func(t *testing.T) { testTokenReview(t, e) })
+	// Last: every status code answered above must be documented.
+	t.Run("StatusCodesDocumented", func(t *testing.T) {
+		testCodesDocumented(t, e.registry)
+		testCodesDocumented(t, e.tlsRegistr)
+	})
+}
+
+func startAPIEnv(t *testing.T) *apiEnv {
+	env := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	if err := env.CreateNamespace(ctx, apiNS); err != nil {
+		t.Fatal(err)
+	}
+	_, err := env.CreateGPUNodes(ctx,
+		testenv.NodeSpec{GPUType: testGPUType, Count: 2, GPUs: 4},
+		testenv.NodeSpec{GPUType: examplesType, Count: 1, GPUs: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k8s, err := ctrlclient.New(env.Config, ctrlclient.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, ctrl, err := kube.NewManager(env.Config, kube.ManagerOptions{
+		Options: kube.Options{
+			GPUTypes: []string{testGPUType, examplesType}, RateLimit: 300 * time.Millisecond,
+			SyncPeriod: 2 * time.Second, ConfigNamespace: apiNS, Log: funcr.New(func(string, string) {}, funcr.Options{}),
+		},
+		Namespace: apiNS, MetricsAddr: "0", HealthAddr: "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &apiEnv{env: env, k8s: k8s, ctrl: ctrl, registry: prometheus.NewRegistry(), tlsRegistr: prometheus.NewRegistry()}
+
+	static, err := server.ParseTokens(strings.NewReader(tokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := server.Options{
+		Namespace: apiNS, DefaultAlgorithm: "elasticfifo", DefaultRateLimit: 300 * time.Millisecond,
+		Registerer: e.registry, Gatherer: e.registry, Version: "test",
+	}
+	s, err := server.New(k8s, static, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 2)
+	ready := func(scheme string) func(net.Addr) {
+		return func(a net.Addr) { addr <- scheme + "://" + a.String() }
+	}
+	if err := mgr.Add(&server.Listener{Addr: "127.0.0.1:0", Handler: s.Handler(), Ready: ready("http")}); err != nil {
+		t.Fatal(err)
+	}
+	// The second server trusts the API server's TokenReview and makes the
+	// service accounts of the namespace admins.
+	opts.Registerer, opts.Gatherer = e.tlsRegistr, e.tlsRegistr
+	opts.AdminGroups = []string{"system:serviceaccounts:" + apiNS}
+	trs, err := server.New(k8s, server.TokenReview{Client: k8s}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, ca := selfSignedCert(t)
+	e.caFile = ca
+	if err := mgr.Add(&server.Listener{Addr: "127.0.0.1:0", CertFile: cert, KeyFile: key, Handler: trs.Handler(), Ready: ready("https")}); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	for range 2 {
+		select {
+		case u := <-addr:
+			if strings.HasPrefix(u, "https:") {
+				e.tlsURL = u
+			} else {
+				e.url = u
+			}
+		case err := <-done:
+			t.Fatalf("manager: %v", err)
+		case <-time.After(time.Minute):
+			t.Fatal("the API servers did not start")
+		}
+	}
+	if e.url == "" || e.tlsURL == "" {
+		t.Fatalf("servers at %q and %q", e.url, e.tlsURL)
+	}
+	return e
+}
+
+// selfSignedCert writes a certificate for 127.0.0.1 and returns the
+// certificate, key and CA (the certificate itself) files.
+func selfSignedCert(t *testing.T) (cert, key, ca string) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "voda-api"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cert, key = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cert, key, cert
+}
+
+// call sends a raw request as user ("" for none) and returns the status and
+// the error message, if any.
+func (e *apiEnv) call(t *testing.T, method, path, user, contentType, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if user != "" {
+		req.Header.Set("Authorization", "Bearer "+tokens[user])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 400 {
+		var re rest.Error
+		if err := json.Unmarshal(data, &re); err != nil {
+			t.Errorf("%s %s: status %d with a body that is not a JSON error: %q", method, path, resp.StatusCode, data)
+		}
+		return resp.StatusCode, re.Error
+	}
+	return resp.StatusCode, string(data)
+}
+
+// client returns an API client acting as user.
+func (e *apiEnv) client(t *testing.T, user string) *client.Client {
+	c, err := client.New(client.Config{Server: e.url, Token: tokens[user]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// jobs lists the TrainingJobs in the API's namespace, straight from the API
+// server.
+func (e *apiEnv) jobs(t *testing.T) []string {
+	t.Helper()
+	var l v1alpha1.TrainingJobList
+	if err := e.k8s.List(context.Background(), &l, ctrlclient.InNamespace(apiNS)); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tj := range l.Items {
+		names = append(names, tj.Name)
+	}
+	return names
+}
+
+// voda runs the CLI as user and returns its exit code and output.
+func (e *apiEnv) voda(t *testing.T, user string, args ...string) (int, string) {
+	t.Helper()
+	var out bytes.Buffer
+	args = append(args, "--server", e.url, "--token", tokens[user])
+	// No config file of the machine's user may interfere.
+	t.Setenv("VODA_CONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	code := cli.Main(args, &out, &out)
+	return code, out.String()
+}
+
+// eventually polls cond until it holds or the time is up.
+func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s (last error: %v)", what, within, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func testPublic(t *testing.T, e *apiEnv) {
+	for _, p := range []string{"/healthz", "/readyz", "/api/v1/version", "/api/v1/openapi.json", "/metrics"} {
+		if code, body := e.call(t, "GET", p, "", "", ""); code != 200 {
+			t.Errorf("GET %s: %d %s", p, code, body)
+		}
+	}
+	_, body := e.call(t, "GET", "/api/v1/openapi.json", "", "", "")
+	if !bytes.Equal([]byte(body), server.OpenAPI) {
+		t.Error("/api/v1/openapi.json is not the embedded document")
+	}
+	if code, msg := e.call(t, "GET", "/api/v2/jobs", "alice", "", ""); code != 404 || !strings.Contains(msg, "no such API path") {
+		t.Errorf("unknown path: %d %q", code, msg)
+	}
+	if code, msg := e.call(t, "PATCH", "/api/v1/jobs", "alice", "", ""); code != 405 || !strings.Contains(msg, "use POST or GET") {
+		t.Errorf("wrong method: %d %q", code, msg)
+	}
+}
+
+func testUnauthenticated(t *testing.T, e *apiEnv) {
+	cases := []struct{ name, header string }{
+		{"no header", ""},
+		{"not bearer", "Basic YWxpY2U6eA=="},
+		{"empty bearer", "Bearer "},
+		{"unknown token", "Bearer guess"},
+	}
+	for _, c := range cases {
+		for _, op := range []struct{ method, path, body string }{
+			{"GET", "/api/v1/jobs", ""}, {"POST", "/api/v1/jobs", tj("sneaky")},
+			{"DELETE", "/api/v1/jobs/x", ""}, {"PUT", "/api/v1/schedulers/" + testGPUType, `{"algorithm":"FIFO"}`},
+		} {
+			req, _ := http.NewRequest(op.method, e.url+op.path, strings.NewReader(op.body))
+			if c.header != "" {
+				req.Header.Set("Authorization", c.header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") == "" {
+				t.Errorf("%s: %s %s: status %d, want 401 with WWW-Authenticate", c.name, op.method, op.path, resp.StatusCode)
+			}
+		}
+	}
+	if names := e.jobs(t); len(names) != 0 {
+		t.Errorf("jobs created without a token: %v", names)
+	}
+}
+
+func testBadInput(t *testing.T, e *apiEnv) {
+	for _, c := range badInputs() {
+		code, msg := e.call(t, "POST", "/api/v1/jobs", "alice", c.contentType, c.body)
+		if code != c.code || !strings.Contains(msg, c.want) {
+			t.Errorf("%s: %d %q, want %d saying %q", c.name, code, msg, c.code, c.want)
+		}
+	}
+	if names := e.jobs(t); len(names) != 0 {
+		t.Fatalf("bad input created jobs: %v", names)
+	}
+	// A name taken is a conflict, and the first job stays as it was.
+	if code, msg := e.call(t, "POST", "/api/v1/jobs", "alice", "application/yaml", tj("taken")); code != 201 {
+		t.Fatalf("create: %d %s", code, msg)
+	}
+	code, msg := e.call(t, "POST", "/api/v1/jobs", "bob", "application/yaml", tj("taken", "maxWorkers: 4", "maxWorkers: 3"))
+	if code != 409 || !strings.Contains(msg, "already exists") {
+		t.Errorf("duplicate name: %d %q", code, msg)
+	}
+	var got v1alpha1.TrainingJob
+	if err := e.k8s.Get(context.Background(), types.NamespacedName{Namespace: apiNS, Name: "taken"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Submitter != "alice" || got.Spec.MaxWorkers != 4 {
+		t.Errorf("the first job changed: submitter %q, max %d", got.Spec.Submitter, got.Spec.MaxWorkers)
+	}
+	// Bad names and filters in the path and query.
+	for _, c := range []struct {
+		method, path string
+		code         int
+		want         string
+	}{
+		{"GET", "/api/v1/jobs/Not_A_Name", 400, "is not a job name"},
+		{"DELETE", "/api/v1/jobs/" + strings.Repeat("x", 70), 400, "is not a job name"},
+		{"GET", "/api/v1/jobs/missing", 404, "job missing not found"},
+		{"GET", "/api/v1/jobs?status=Sleeping", 400, "want one of Submitted, Waiting"},
+		{"GET", "/api/v1/jobs?owner=bob", 400, `unknown query parameter "owner"`},
+	} {
+		if code, msg := e.call(t, c.method, c.path, "alice", "", ""); code != c.code || !strings.Contains(msg, c.want) {
+			t.Errorf("%s %s: %d %q, want %d saying %q", c.method, c.path, code, msg, c.code, c.want)
+		}
+	}
+	if code, msg := e.voda(t, "alice", "delete", "taken"); code != 0 {
+		t.Fatalf("delete: %d %s", code, msg)
+	}
+}
+
+// testLifecycle follows a job from the CLI: create, get, describe, the
+// other users' view, delete.
+func testLifecycle(t *testing.T, e *apiEnv) {
+	file := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(file, []byte(tj("life")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out := e.voda(t, "alice", "create", "-f", file)
+	if code != 0 || !strings.Contains(out, "Training job created: life") {
+		t.Fatalf("create: %d %s", code, out)
+	}
+	ctx := context.Background()
+	alice := e.client(t, "alice")
+	eventually(t, time.Minute, "life runs on 4 workers", func() (bool, error) {
+		j, err := alice.GetJob(ctx, "life")
+		return err == nil && j.Status.Phase == v1alpha1.PhaseRunning && j.Status.Workers == 4 && len(j.Status.Placement) == 4, err
+	})
+
+	code, out = e.voda(t, "alice", "get", "jobs")
+	if code != 0 || !regexpMatch(`(?m)^NAME +STATUS +WORKERS +SCHEDULER +WAITING +RUNNING +TOTAL\nlife +Running +4 +api-gpu +\d+s +\d+s +\d+s$`, out) {
+		t.Errorf("get jobs: %d\n%s", code, out)
+	}
+	code, out = e.voda(t, "root", "get", "jobs", "-o", "wide", "--status", "running")
+	if code != 0 || !strings.Contains(out, "SUBMITTER") || !regexpMatch(`life +Running .* 1-4 +0 +alice +api-gpu-\d`, out) {
+		t.Errorf("admin get jobs -o wide: %d\n%s", code, out)
+	}
+	code, out = e.voda(t, "alice", "get", "job", "life", "-o", "json")
+	var got v1alpha1.TrainingJob
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.Name != "life" {
+		t.Errorf("get job -o json: %d\n%s", code, out)
+	}
+	code, out = e.voda(t, "alice", "describe", "job", "life")
+	for _, want := range []string{"Name: +life", "Submitter: +alice", "Worker range: +min 1, max 4, requested 2", "Status: +Running", "Placement: +0→api-gpu-", "Events:", "Normal +Started"} {
+		if !regexpMatch(want, out) {
+			t.Errorf("describe does not match %q:\n%s", want, out)
+		}
+	}
+	if code != 0 {
+		t.Errorf("describe: exit %d", code)
+	}
+
+	// Bob sees none of it, and may not delete it.
+	if code, out = e.voda(t, "bob", "get", "jobs"); code != 0 || !strings.Contains(out, "No training jobs.") {
+		t.Errorf("bob's get jobs: %d %s", code, out)
+	}
+	if code, out = e.voda(t, "bob", "get", "jobs", "--user", "alice"); code != 1 || !strings.Contains(out, "may list only your own jobs") {
+		t.Errorf("bob lists alice's jobs: %d %s", code, out)
+	}
+	for _, args := range [][]string{{"describe", "job", "life"}, {"delete", "life"}, {"get", "job", "life"}} {
+		if code, out = e.voda(t, "bob", args...); code != 1 || !strings.Contains(out, "belongs to another user") {
+			t.Errorf("bob %v: %d %s", args, code, out)
+		}
+	}
+
+	// Deleting several names deletes each, reports the missing one, and the
+	// MPIJob goes with the job.
+	if code, _ := e.call(t, "POST", "/api/v1/jobs", "alice", "application/yaml", tj("life2")); code != 201 {
+		t.Fatalf("create life2: %d", code)
+	}
+	code, out = e.voda(t, "alice", "delete", "life", "nosuchjob", "life2")
+	if code != 1 || !strings.Contains(out, "Training job deleted: life\n") || !strings.Contains(out, "Training job deleted: life2\n") ||
+		!strings.Contains(out, "nosuchjob: job nosuchjob not found") {
+		t.Errorf("delete: %d\n%s", code, out)
+	}
+	eventually(t, time.Minute, "the jobs and their MPIJobs are gone", func() (bool, error) {
+		return len(e.jobs(t)) == 0 && e.mpiJobs(t) == 0, nil
+	})
+}
+
+// mpiJobs counts the MPIJobs in the API's namespace.
+func (e *apiEnv) mpiJobs(t *testing.T) int {
+	l, err := e.env.Dynamic.Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"}).
+		Namespace(apiNS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(l.Items)
+}
+
+// testExamples submits every job file of examples/ and checks what became
+// of it.
+func testExamples(t *testing.T, e *apiEnv) {
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := filepath.Glob("../../examples/original/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 3 || len(orig) < 3 {
+		t.Fatalf("examples: %v %v", files, orig)
+	}
+	ctx := context.Background()
+	alice := e.client(t, "alice")
+	var created []string
+	for _, f := range append(files, orig...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tj, err := alice.CreateJob(ctx, data)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		base := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		if strings.Contains(f, "original") && !regexpMatch(`^`+base+`-\d{8}-\d{6}$`, tj.Name) {
+			t.Errorf("%s: named %s", f, tj.Name)
+		}
+		if tj.Spec.Submitter != "alice" || tj.Spec.GPUType != examplesType || tj.Spec.MinWorkers < 1 {
+			t.Errorf("%s: submitter %q, GPU type %q, min %d", f, tj.Spec.Submitter, tj.Spec.GPUType, tj.Spec.MinWorkers)
+		}
+		created = append(created, tj.Name)
+	}
+	eventually(t, time.Minute, "every example is admitted", func() (bool, error) {
+		jobs, err := alice.ListJobs(ctx, client.JobFilter{GPUType: examplesType})
+		n := 0
+		for _, j := range jobs {
+			if j.Status.Phase == v1alpha1.PhaseRunning || j.Status.Phase == v1alpha1.PhaseWaiting {
+				n++
+			}
+		}
+		return n == len(created), err
+	})
+	for _, name := range created {
+		if err := alice.DeleteJob(ctx, name); err != nil {
+			t.Error(err)
+		}
+	}
+	eventually(t, time.Minute, "the examples are gone", func() (bool, error) { return len(e.jobs(t)) == 0, nil })
+}
+
+func testSchedulers(t *testing.T, e *apiEnv) {
+	ctx := context.Background()
+	alice, root := e.client(t, "alice"), e.client(t, "root")
+	scheds, err := alice.Schedulers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(scheds, func(s rest.Scheduler) bool { return s.GPUType == testGPUType })
+	if i < 0 || scheds[i].Algorithm != "ElasticFIFO" || scheds[i].GPUs != 8 || scheds[i].Nodes != 2 || scheds[i].RateLimit != "300ms" {
+		t.Fatalf("schedulers: %+v", scheds)
+	}
+	code, out := e.voda(t, "alice", "get", "schedulers")
+	if code != 0 || !regexpMatch(`(?m)^api-gpu +ElasticFIFO +300ms +2 +8 +0 `, out) {
+		t.Errorf("get schedulers: %d\n%s", code, out)
+	}
+
+	// Refused changes change nothing: no ConfigMap appears.
+	for _, c := range []struct {
+		user, gpuType, body string
+		code                int
+		want                string
+	}{
+		{"alice", testGPUType, `{"algorithm":"FIFO"}`, 403, "may not change schedulers"},
+		{"root", testGPUType, `{"algorithm":"Fastest"}`, 400, "valid policies are FIFO"},
+		{"root", testGPUType, `{"rateLimit":"soon"}`, 400, `rateLimit "soon"`},
+		{"root", testGPUType, `{"rateLimit":"-1s"}`, 400, `rateLimit "-1s"`},
+		{"root", testGPUType, `{}`, 400, "nothing to change"},
+		{"root", testGPUType, `{"algorithm":"FIFO","extra":1}`, 400, `unknown field "extra"`},
+		{"root", testGPUType, `{"algorithm":"FIFO"}{}`, 400, "more than one JSON value"},
+		{"root", testGPUType, `[1]`, 400, "not a scheduler update"},
+		{"root", "nvidia-h100", `{"algorithm":"FIFO"}`, 404, "no node or job has GPU type"},
+		{"root", "bad%20type", `{"algorithm":"FIFO"}`, 400, "is not a GPU type"},
+	} {
+		code, msg := e.call(t, "PUT", "/api/v1/schedulers/"+c.gpuType, c.user, "application/json", c.body)
+		if code != c.code || !strings.Contains(msg, c.want) {
+			t.Errorf("PUT %s as %s: %d %q, want %d saying %q", c.body, c.user, code, msg, c.code, c.want)
+		}
+	}
+	var cm corev1.ConfigMap
+	if err := e.k8s.Get(ctx, types.NamespacedName{Namespace: apiNS, Name: kube.ConfigMapName}, &cm); err == nil {
+		t.Errorf("refused changes wrote the ConfigMap: %v", cm.Data)
+	}
+	code, out = e.voda(t, "root", "set", "scheduler", testGPUType, "--algorithm", "Fastest")
+	if code != 2 || !strings.Contains(out, "valid policies are") {
+		t.Errorf("set scheduler with an unknown algorithm: %d %s", code, out)
+	}
+
+	// A change reaches the controller's engine, and keeps what it leaves out.
+	code, out = e.voda(t, "root", "set", "scheduler", testGPUType, "--algorithm", "tiresias", "--rate-limit", "1s")
+	if code != 0 || !strings.Contains(out, "Scheduler api-gpu: algorithm Tiresias, rate limit 1s") {
+		t.Fatalf("set scheduler: %d %s", code, out)
+	}
+	s, err := root.SetScheduler(ctx, testGPUType, rest.SchedulerUpdate{Algorithm: "AFS-L"})
+	if err != nil || s.Algorithm != "AFS-L" || s.RateLimit != "1s" {
+		t.Fatalf("set algorithm only: %+v %v", s, err)
+	}
+	eventually(t, 30*time.Second, "the controller runs AFS-L every 1s", func() (bool, error) {
+		infos, err := e.ctrl.Schedulers(ctx)
+		for _, in := range infos {
+			if in.GPUType == testGPUType {
+				return in.Policy == "AFS-L" && in.RateLimit == time.Second, err
+			}
+		}
+		return false, err
+	})
+}
+
+// testTokenReview authenticates service-account tokens through the API
+// server, over HTTPS.
+func testTokenReview(t *testing.T, e *apiEnv) {
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: apiNS, Name: "ci-bot"}}
+	if err := e.k8s.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := e.env.Client.CoreV1().ServiceAccounts(apiNS).CreateToken(ctx, "ci-bot", &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(600))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bot, err := client.New(client.Config{Server: e.tlsURL, Token: tr.Status.Token, CAFile: e.caFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := bot.CreateJob(ctx, []byte(tj("bot-job")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "system:serviceaccount:" + apiNS + ":ci-bot"; job.Spec.Submitter != want {
+		t.Errorf("submitter %q, want %q", job.Spec.Submitter, want)
+	}
+	// The namespace's service accounts are admins of this server.
+	if _, err := bot.SetScheduler(ctx, testGPUType, rest.SchedulerUpdate{RateLimit: "2s"}); err != nil {
+		t.Errorf("set scheduler as an admin group member: %v", err)
+	}
+	if err := bot.DeleteJob(ctx, "bot-job"); err != nil {
+		t.Error(err)
+	}
+	for _, c := range []client.Config{
+		{Server: e.tlsURL, Token: "not-a-jwt", CAFile: e.caFile},
+		{Server: e.tlsURL, Token: tokens["alice"], CAFile: e.caFile}, // static tokens mean nothing here
+	} {
+		c2, err := client.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c2.ListJobs(ctx, client.JobFilter{}); client.StatusOf(err) != 401 {
+			t.Errorf("token %q: %v, want 401", c.Token, err)
+		}
+	}
+	// Without the CA the server's certificate is not trusted.
+	plain, err := client.New(client.Config{Server: e.tlsURL, Token: tr.Status.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.ListJobs(ctx, client.JobFilter{}); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("untrusted certificate: %v", err)
+	}
+}
+
+// testCodesDocumented checks the status codes the server answered with,
+// from its request metrics, against the OpenAPI document.
+func testCodesDocumented(t *testing.T, reg *prometheus.Registry) {
+	doc, err := server.DocumentedCodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, mf := range mfs {
+		if mf.GetName() != "voda_api_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			seen++
+			var code int
+			fmt.Sscan(l["code"], &code)
+			if l["route"] == "other" || code == http.StatusMethodNotAllowed {
+				continue // unknown paths and methods
+			}
+			op := l["method"] + " " + l["route"]
+			if !slices.Contains(doc[op], code) {
+				t.Errorf("%s answered %d, which openapi.json does not list (it lists %v)", op, code, doc[op])
+			}
+		}
+	}
+	if seen == 0 {
+		t.Error("no requests were counted")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }

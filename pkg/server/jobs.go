@@ -1,0 +1,245 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vodascheduler/voda/pkg/apis/rest"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+)
+
+// phases are the values of the status filter.
+var phases = []v1alpha1.Phase{
+	v1alpha1.PhaseSubmitted, v1alpha1.PhaseWaiting, v1alpha1.PhaseRunning,
+	v1alpha1.PhaseCompleted, v1alpha1.PhaseFailed, v1alpha1.PhaseCanceled,
+}
+
+// createJob is POST /api/v1/jobs.
+func (s *Server) createJob(w http.ResponseWriter, r *http.Request, u User) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errorf(http.StatusRequestEntityTooLarge, "the body is larger than %d bytes", mbe.Limit)
+		}
+		return errorf(http.StatusBadRequest, "read the body: %v", err)
+	}
+	tj, err := DecodeJob(body, r.Header.Get("Content-Type"), s.o.Now())
+	if err != nil {
+		return err
+	}
+	switch tj.Namespace {
+	case "", s.o.Namespace:
+		tj.Namespace = s.o.Namespace
+	default:
+		return errorf(http.StatusBadRequest, "metadata.namespace is %q: jobs submitted here go to %q; leave it out", tj.Namespace, s.o.Namespace)
+	}
+	if tj.Spec.Submitter != "" && tj.Spec.Submitter != u.Name && !s.admin(u) {
+		return errorf(http.StatusForbidden, "spec.submitter is %q but you are %q: leave it out, or ask an admin to submit for another user", tj.Spec.Submitter, u.Name)
+	}
+	if tj.Spec.Submitter == "" {
+		tj.Spec.Submitter = u.Name
+	}
+	if err := s.knownGPUType(r, tj.Spec.GPUType); err != nil {
+		return err
+	}
+	if err := s.c.Create(r.Context(), tj); err != nil {
+		return kubeError(err, "job", tj.Name)
+	}
+	typed(tj)
+	w.Header().Set("Location", "/api/v1/jobs/"+tj.Name)
+	writeJSON(w, http.StatusCreated, tj)
+	return nil
+}
+
+// knownGPUType checks that some node has the GPU type, so that a typo does
+// not leave a job waiting forever.
+func (s *Server) knownGPUType(r *http.Request, gpuType string) error {
+	var nodes corev1.NodeList
+	if err := s.c.List(r.Context(), &nodes, client.HasLabels{v1alpha1.AcceleratorLabel}); err != nil {
+		return kubeError(err, "nodes", "")
+	}
+	known := map[string]bool{}
+	for i := range nodes.Items {
+		known[nodes.Items[i].Labels[v1alpha1.AcceleratorLabel]] = true
+	}
+	if known[gpuType] {
+		return nil
+	}
+	if len(known) == 0 {
+		return errorf(http.StatusBadRequest, "spec.gpuType %q: no node has a GPU type yet; label the GPU nodes with %s=%s", gpuType, v1alpha1.AcceleratorLabel, gpuType)
+	}
+	return errorf(http.StatusBadRequest, "spec.gpuType %q: no node has this GPU type; the cluster has %s", gpuType, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+}
+
+// listJobs is GET /api/v1/jobs?status=&gpuType=&user=.
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, u User) error {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "status" && k != "gpuType" && k != "user" {
+			return errorf(http.StatusBadRequest, "unknown query parameter %q: the filters are status, gpuType and user", k)
+		}
+	}
+	status, gpuType, user := q.Get("status"), q.Get("gpuType"), q.Get("user")
+	if status != "" {
+		i := slices.IndexFunc(phases, func(p v1alpha1.Phase) bool { return strings.EqualFold(string(p), status) })
+		if i < 0 {
+			return errorf(http.StatusBadRequest, "status %q: want one of %s", status, joinPhases())
+		}
+		status = string(phases[i])
+	}
+	if !s.admin(u) {
+		if user != "" && user != u.Name {
+			return errorf(http.StatusForbidden, "you (%s) may list only your own jobs", u.Name)
+		}
+		user = u.Name
+	}
+	var l v1alpha1.TrainingJobList
+	if err := s.c.List(r.Context(), &l, client.InNamespace(s.o.Namespace)); err != nil {
+		return kubeError(err, "jobs", "")
+	}
+	out := rest.JobList{Items: []v1alpha1.TrainingJob{}}
+	for _, tj := range l.Items {
+		if (status == "" || string(phaseOf(&tj)) == status) &&
+			(gpuType == "" || tj.Spec.GPUType == gpuType) &&
+			(user == "" || tj.Spec.Submitter == user) {
+			typed(&tj)
+			out.Items = append(out.Items, tj)
+		}
+	}
+	slices.SortFunc(out.Items, func(a, b v1alpha1.TrainingJob) int { return strings.Compare(a.Name, b.Name) })
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// typed sets the kind of a job read through the typed client, which leaves
+// it out, so that API clients get complete objects.
+func typed(tj *v1alpha1.TrainingJob) {
+	tj.APIVersion, tj.Kind = v1alpha1.GroupVersion.String(), "TrainingJob"
+	tj.ManagedFields = nil
+}
+
+// phaseOf is a job's phase; a job no controller has seen yet is Submitted.
+func phaseOf(tj *v1alpha1.TrainingJob) v1alpha1.Phase {
+	if tj.Status.Phase == "" {
+		return v1alpha1.PhaseSubmitted
+	}
+	return tj.Status.Phase
+}
+
+func joinPhases() string {
+	s := make([]string, len(phases))
+	for i, p := range phases {
+		s[i] = string(p)
+	}
+	return strings.Join(s, ", ")
+}
+
+// job reads the job named in the path, if u may see it.
+func (s *Server) job(r *http.Request, u User) (*v1alpha1.TrainingJob, error) {
+	name := r.PathValue("name")
+	if msgs := validation.IsDNS1035Label(name); len(msgs) > 0 {
+		return nil, errorf(http.StatusBadRequest, "%q is not a job name: %s", name, strings.Join(msgs, "; "))
+	}
+	tj := &v1alpha1.TrainingJob{}
+	if err := s.c.Get(r.Context(), types.NamespacedName{Namespace: s.o.Namespace, Name: name}, tj); err != nil {
+		return nil, kubeError(err, "job", name)
+	}
+	if tj.Spec.Submitter != u.Name && !s.admin(u) {
+		return nil, errorf(http.StatusForbidden, "job %s belongs to another user: you (%s) may see and delete only your own jobs", name, u.Name)
+	}
+	typed(tj)
+	return tj, nil
+}
+
+// getJob is GET /api/v1/jobs/{name}.
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request, u User) error {
+	tj, err := s.job(r, u)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, tj)
+	return nil
+}
+
+// deleteJob is DELETE /api/v1/jobs/{name}. The job's MPIJob and pods go
+// with it: they are owned by the TrainingJob.
+func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, u User) error {
+	tj, err := s.job(r, u)
+	if err != nil {
+		return err
+	}
+	err = s.c.Delete(r.Context(), tj, client.Preconditions{UID: &tj.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil {
+		return kubeError(err, "job", tj.Name)
+	}
+	writeJSON(w, http.StatusOK, rest.Deleted{Name: tj.Name})
+	return nil
+}
+
+// jobEvents is GET /api/v1/jobs/{name}/events.
+func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, u User) error {
+	tj, err := s.job(r, u)
+	if err != nil {
+		return err
+	}
+	var l corev1.EventList
+	sel := fields.Set{"involvedObject.kind": "TrainingJob", "involvedObject.name": tj.Name, "involvedObject.uid": string(tj.UID)}
+	if err := s.c.List(r.Context(), &l, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{Selector: sel.AsSelector()}); err != nil {
+		return kubeError(err, "events", tj.Name)
+	}
+	out := rest.EventList{Items: make([]rest.Event, 0, len(l.Items))}
+	for _, e := range l.Items {
+		first, last := e.FirstTimestamp.Time, e.LastTimestamp.Time
+		if last.IsZero() {
+			last = e.EventTime.Time
+		}
+		if first.IsZero() {
+			first = last
+		}
+		count := e.Count
+		if count == 0 {
+			count = 1
+		}
+		out.Items = append(out.Items, rest.Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: count, FirstTime: first, LastTime: last})
+	}
+	slices.SortStableFunc(out.Items, func(a, b rest.Event) int { return a.LastTime.Compare(b.LastTime) })
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// kubeError turns an error of the Kubernetes API into the answer to the
+// caller: the API server's judgement of a request stays a 4xx, anything
+// else is the server's failure.
+func kubeError(err error, what, name string) error {
+	subject := what
+	if name != "" {
+		subject = what + " " + name
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return errorf(http.StatusNotFound, "%s not found", subject)
+	case apierrors.IsAlreadyExists(err):
+		return errorf(http.StatusConflict, "%s already exists: choose another metadata.name", subject)
+	case apierrors.IsConflict(err):
+		return errorf(http.StatusConflict, "%s changed meanwhile: try again", subject)
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return errorf(http.StatusUnprocessableEntity, "the Kubernetes API server rejected %s: %v", subject, err)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("the server's service account may not do this (check its RBAC role): %w", err)
+	}
+	return fmt.Errorf("%s: %w", subject, err)
+}

@@ -1,0 +1,204 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vodascheduler/voda/pkg/apis/rest"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
+)
+
+// listSchedulers is GET /api/v1/schedulers.
+func (s *Server) listSchedulers(w http.ResponseWriter, r *http.Request, _ User) error {
+	all, err := s.schedulers(r.Context())
+	if err != nil {
+		return err
+	}
+	out := rest.SchedulerList{Items: make([]rest.Scheduler, 0, len(all))}
+	for _, t := range slices.Sorted(maps.Keys(all)) {
+		out.Items = append(out.Items, all[t])
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// schedulers describes every GPU type that has a node or a job, from the
+// nodes, the jobs and the settings ConfigMap, the way the controller sees
+// them.
+func (s *Server) schedulers(ctx context.Context) (map[string]rest.Scheduler, error) {
+	var nodes corev1.NodeList
+	if err := s.c.List(ctx, &nodes, client.HasLabels{v1alpha1.AcceleratorLabel}); err != nil {
+		return nil, kubeError(err, "nodes", "")
+	}
+	var jobs v1alpha1.TrainingJobList
+	if err := s.c.List(ctx, &jobs, client.InNamespace(s.o.Namespace)); err != nil {
+		return nil, kubeError(err, "jobs", "")
+	}
+	data, err := s.settingsData(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]rest.Scheduler{}
+	get := func(t string) rest.Scheduler {
+		sc, ok := out[t]
+		if !ok {
+			sc = rest.Scheduler{GPUType: t, Jobs: map[string]int{}}
+			set, err := kube.SchedulerSettings{}.Resolve(s.o.DefaultAlgorithm, s.o.DefaultRateLimit)
+			if v, ok := data[t]; ok {
+				var user kube.SchedulerSettings
+				if user, err = kube.ParseSchedulerSettings(v); err == nil {
+					var resolved kube.SchedulerSettings
+					if resolved, err = user.Resolve(s.o.DefaultAlgorithm, s.o.DefaultRateLimit); err == nil {
+						set = resolved
+					}
+				}
+			}
+			if err != nil {
+				sc.SettingsError = err.Error()
+			}
+			sc.Algorithm, sc.RateLimit = set.Algorithm, set.RateLimit
+		}
+		return sc
+	}
+	for i := range nodes.Items {
+		t := nodes.Items[i].Labels[v1alpha1.AcceleratorLabel]
+		sc := get(t)
+		if gt, gpus := kube.NodeGPUs(&nodes.Items[i]); gt != "" {
+			sc.Nodes++
+			sc.GPUs += gpus
+		}
+		out[t] = sc
+	}
+	for i := range jobs.Items {
+		tj := &jobs.Items[i]
+		sc := get(tj.Spec.GPUType)
+		p := phaseOf(tj)
+		sc.Jobs[string(p)]++
+		if p == v1alpha1.PhaseRunning {
+			sc.AllocatedGPUs += int(tj.Status.Workers)
+		}
+		out[tj.Spec.GPUType] = sc
+	}
+	return out, nil
+}
+
+// settingsData is the data of the settings ConfigMap; none if it does not
+// exist.
+func (s *Server) settingsData(ctx context.Context) (map[string]string, error) {
+	var cm corev1.ConfigMap
+	err := s.c.Get(ctx, types.NamespacedName{Namespace: s.o.ConfigNamespace, Name: kube.ConfigMapName}, &cm)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, kubeError(err, "ConfigMap", kube.ConfigMapName)
+	}
+	return cm.Data, nil
+}
+
+// putScheduler is PUT /api/v1/schedulers/{gpuType}: it writes the GPU
+// type's entry of the settings ConfigMap, which the controller applies
+// within moments.
+func (s *Server) putScheduler(w http.ResponseWriter, r *http.Request, u User) error {
+	if !s.admin(u) {
+		return errorf(http.StatusForbidden, "you (%s) may not change schedulers: that takes membership of %s", u.Name, strings.Join(s.o.AdminGroups, " or "))
+	}
+	t := r.PathValue("gpuType")
+	if msgs := validation.IsConfigMapKey(t); len(msgs) > 0 || len(validation.IsValidLabelValue(t)) > 0 {
+		return errorf(http.StatusBadRequest, "%q is not a GPU type", t)
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return errorf(http.StatusUnsupportedMediaType, "Content-Type %q is not accepted: send application/json", ct)
+	}
+	var up rest.SchedulerUpdate
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&up); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errorf(http.StatusRequestEntityTooLarge, "the body is larger than %d bytes", mbe.Limit)
+		}
+		return errorf(http.StatusBadRequest, "the body is not a scheduler update {\"algorithm\": NAME, \"rateLimit\": DURATION}: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errorf(http.StatusBadRequest, "the body holds more than one JSON value")
+	}
+	if up.Algorithm == "" && up.RateLimit == "" {
+		return errorf(http.StatusBadRequest, "nothing to change: set algorithm, rateLimit or both")
+	}
+	if _, err := kube.SchedulerSettings(up).Resolve(s.o.DefaultAlgorithm, s.o.DefaultRateLimit); err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	all, err := s.schedulers(r.Context())
+	if err != nil {
+		return err
+	}
+	if _, ok := all[t]; !ok {
+		return errorf(http.StatusNotFound, "no node or job has GPU type %q; the cluster has %s", t, strings.Join(slices.Sorted(maps.Keys(all)), ", "))
+	}
+	if err := s.writeSettings(r.Context(), t, up); err != nil {
+		return err
+	}
+	if all, err = s.schedulers(r.Context()); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, all[t])
+	return nil
+}
+
+// writeSettings merges an update into the GPU type's ConfigMap entry,
+// creating the ConfigMap if needed, retrying on conflicting writes.
+func (s *Server) writeSettings(ctx context.Context, t string, up rest.SchedulerUpdate) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm := &corev1.ConfigMap{}
+		key := types.NamespacedName{Namespace: s.o.ConfigNamespace, Name: kube.ConfigMapName}
+		err := s.c.Get(ctx, key, cm)
+		create := apierrors.IsNotFound(err)
+		if err != nil && !create {
+			return err
+		}
+		// An entry that does not parse is replaced, not merged.
+		cur, _ := kube.ParseSchedulerSettings(cm.Data[t])
+		if up.Algorithm != "" {
+			cur.Algorithm = up.Algorithm
+		}
+		if up.RateLimit != "" {
+			cur.RateLimit = up.RateLimit
+		}
+		if _, err := cur.Resolve(s.o.DefaultAlgorithm, s.o.DefaultRateLimit); err != nil {
+			cur = kube.SchedulerSettings(up)
+		}
+		val, err := yaml.Marshal(cur)
+		if err != nil {
+			return err
+		}
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[t] = string(val)
+		if create {
+			cm.Namespace, cm.Name = key.Namespace, key.Name
+			return s.c.Create(ctx, cm)
+		}
+		return s.c.Update(ctx, cm)
+	})
+	if err != nil {
+		return kubeError(err, "ConfigMap", kube.ConfigMapName)
+	}
+	return nil
+}

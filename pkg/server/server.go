@@ -1,0 +1,306 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/apis/rest"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
+)
+
+// Defaults of the server.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultAdminGroup is the group whose members see every job and may
+	// change schedulers, besides system:masters.
+	DefaultAdminGroup = "voda:admins"
+)
+
+// Options configure a server.
+type Options struct {
+	// Namespace is where jobs submitted through the API are created and
+	// which jobs the API lists; empty means "default".
+	Namespace string
+	// AdminGroups are the groups whose members see and delete every job and
+	// change schedulers; empty means system:masters and voda:admins.
+	AdminGroups []string
+	// DefaultAlgorithm and DefaultRateLimit are the controller's settings
+	// for GPU types without runtime settings.
+	DefaultAlgorithm string
+	DefaultRateLimit time.Duration
+	// ConfigNamespace is where the controller reads its runtime settings
+	// (the ConfigMap voda-schedulers); empty means Namespace.
+	ConfigNamespace string
+	// MaxBodyBytes limits request bodies; zero means 1 MiB.
+	MaxBodyBytes int64
+	// Version is reported by GET /api/v1/version.
+	Version string
+	// Now is the clock, for the names of converted MPIJobs; nil means
+	// time.Now.
+	Now func() time.Time
+	// Registerer, if set, receives the server's request metrics; Gatherer,
+	// if set, is served at /metrics.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	// Log receives one line per failed request; the zero value discards.
+	Log logr.Logger
+}
+
+// Server is Voda's REST API over the Kubernetes API: jobs are TrainingJobs,
+// scheduler settings live in the controller's ConfigMap. It keeps no state
+// of its own, so any number of replicas can serve.
+type Server struct {
+	c        client.Client
+	auth     Authenticator
+	o        Options
+	handler  http.Handler
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// route is one operation of the API.
+type route struct {
+	method, pattern string
+	// public routes need no token.
+	public bool
+	h      func(w http.ResponseWriter, r *http.Request, u User) error
+}
+
+// New returns a server that reads and writes through c (best an uncached
+// client, so that a job is visible as soon as it is created) and
+// authenticates callers with auth.
+func New(c client.Client, auth Authenticator, o Options) (*Server, error) {
+	if c == nil || auth == nil {
+		return nil, errors.New("server: a client and an authenticator are required")
+	}
+	if o.Namespace == "" {
+		o.Namespace = "default"
+	}
+	if o.ConfigNamespace == "" {
+		o.ConfigNamespace = o.Namespace
+	}
+	if len(o.AdminGroups) == 0 {
+		o.AdminGroups = []string{"system:masters", DefaultAdminGroup}
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.DefaultAlgorithm == "" {
+		o.DefaultAlgorithm = kube.DefaultPolicy
+	}
+	p, err := algorithm.New(o.DefaultAlgorithm, algorithm.DefaultConfig())
+	if err != nil {
+		return nil, fmt.Errorf("server: default algorithm: %w", err)
+	}
+	o.DefaultAlgorithm = p.Name()
+	s := &Server{c: c, auth: auth, o: o}
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voda_api_requests_total",
+		Help: "Requests to the REST API by route, method and status code.",
+	}, []string{"route", "method", "code"})
+	s.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "voda_api_request_duration_seconds",
+		Help:    "Time to answer a request to the REST API, by route.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 8),
+	}, []string{"route"})
+	if o.Registerer != nil {
+		for _, c := range []prometheus.Collector{s.requests, s.duration} {
+			if err := o.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("server metrics: %w", err)
+			}
+		}
+	}
+	s.handler = s.mux()
+	return s, nil
+}
+
+// routes lists every operation; the OpenAPI document must describe exactly
+// these (a test checks).
+func (s *Server) routes() []route {
+	return []route{
+		{method: http.MethodPost, pattern: "/api/v1/jobs", h: s.createJob},
+		{method: http.MethodGet, pattern: "/api/v1/jobs", h: s.listJobs},
+		{method: http.MethodGet, pattern: "/api/v1/jobs/{name}", h: s.getJob},
+		{method: http.MethodDelete, pattern: "/api/v1/jobs/{name}", h: s.deleteJob},
+		{method: http.MethodGet, pattern: "/api/v1/jobs/{name}/events", h: s.jobEvents},
+		{method: http.MethodGet, pattern: "/api/v1/schedulers", h: s.listSchedulers},
+		{method: http.MethodPut, pattern: "/api/v1/schedulers/{gpuType}", h: s.putScheduler},
+		{method: http.MethodGet, pattern: "/api/v1/version", public: true, h: s.version},
+		{method: http.MethodGet, pattern: "/api/v1/openapi.json", public: true, h: serveOpenAPI},
+		{method: http.MethodGet, pattern: "/healthz", public: true, h: healthz},
+		{method: http.MethodGet, pattern: "/readyz", public: true, h: s.readyz},
+		{method: http.MethodGet, pattern: "/metrics", public: true, h: s.metrics},
+	}
+}
+
+// Handler is the API's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// mux registers each path once and dispatches on the method itself, so
+// that a wrong method gets a JSON 405 like every other error.
+func (s *Server) mux() http.Handler {
+	mux := http.NewServeMux()
+	byPath := map[string][]route{}
+	var paths []string
+	for _, rt := range s.routes() {
+		if byPath[rt.pattern] == nil {
+			paths = append(paths, rt.pattern)
+		}
+		byPath[rt.pattern] = append(byPath[rt.pattern], rt)
+	}
+	for _, p := range paths {
+		rts := byPath[p]
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			for _, rt := range rts {
+				if rt.method == r.Method || (rt.method == http.MethodGet && r.Method == http.MethodHead) {
+					s.serve(w, r, rt)
+					return
+				}
+			}
+			allowed := make([]string, len(rts))
+			for i, rt := range rts {
+				allowed[i] = rt.method
+			}
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			s.serve(w, r, route{pattern: p, public: true, h: func(http.ResponseWriter, *http.Request, User) error {
+				return errorf(http.StatusMethodNotAllowed, "method %s is not allowed on %s: use %s", r.Method, r.URL.Path, strings.Join(allowed, " or "))
+			}})
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.serve(w, r, route{pattern: "other", public: true, h: func(http.ResponseWriter, *http.Request, User) error {
+			return errorf(http.StatusNotFound, "no such API path %s: see /api/v1/openapi.json", r.URL.Path)
+		}})
+	})
+	return mux
+}
+
+// statusWriter remembers the status code written.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// serve runs one route: limits the body, authenticates, records metrics
+// and turns an error into its JSON answer.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBodyBytes)
+	err := s.authenticated(sw, r, rt)
+	if err != nil {
+		code := StatusOf(err)
+		if code >= http.StatusInternalServerError {
+			s.o.Log.Error(err, "request failed", "method", r.Method, "path", r.URL.Path)
+		}
+		if code == http.StatusUnauthorized {
+			sw.Header().Set("WWW-Authenticate", `Bearer realm="voda"`)
+		}
+		writeJSON(sw, code, rest.Error{Error: err.Error()})
+	}
+	code := sw.code
+	if code == 0 {
+		code = http.StatusOK
+	}
+	s.requests.WithLabelValues(rt.pattern, r.Method, strconv.Itoa(code)).Inc()
+	s.duration.WithLabelValues(rt.pattern).Observe(time.Since(start).Seconds())
+}
+
+func (s *Server) authenticated(w http.ResponseWriter, r *http.Request, rt route) error {
+	if rt.public {
+		return rt.h(w, r, User{})
+	}
+	tok, ok := bearerToken(r.Header.Get("Authorization"))
+	if !ok {
+		return errorf(http.StatusUnauthorized, "no bearer token: send the header 'Authorization: Bearer TOKEN' (the CLI reads --token, VODA_TOKEN or its config file)")
+	}
+	u, ok, err := s.auth.Authenticate(r.Context(), tok)
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, "cannot check the token now: %v", err)
+	}
+	if !ok || u.Name == "" {
+		return errorf(http.StatusUnauthorized, "the bearer token is not valid")
+	}
+	return rt.h(w, r, u)
+}
+
+// admin reports whether u belongs to an admin group.
+func (s *Server) admin(u User) bool {
+	for _, g := range u.Groups {
+		if slices.Contains(s.o.AdminGroups, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeJSON writes v as the response body.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func healthz(w http.ResponseWriter, _ *http.Request, _ User) error {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, err := w.Write([]byte("ok\n"))
+	return err
+}
+
+// readyz answers once the Kubernetes API server answers.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ User) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	var l v1alpha1.TrainingJobList
+	if err := s.c.List(ctx, &l, client.InNamespace(s.o.Namespace), client.Limit(1)); err != nil {
+		return errorf(http.StatusServiceUnavailable, "the Kubernetes API server does not answer: %v", err)
+	}
+	return healthz(w, r, User{})
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request, _ User) error {
+	if s.o.Gatherer == nil {
+		return errorf(http.StatusNotFound, "metrics are not served here")
+	}
+	promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	return nil
+}
+
+func (s *Server) version(w http.ResponseWriter, _ *http.Request, _ User) error {
+	writeJSON(w, http.StatusOK, rest.Version{Version: s.o.Version, Namespace: s.o.Namespace})
+	return nil
+}

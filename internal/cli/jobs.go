@@ -146,7 +146,9 @@ func newGetCmd() *cobra.Command {
 		Short: "List training jobs or schedulers",
 		Long:  "List training jobs or the scheduler of every GPU type.\n" + clientHelp,
 		Args:  usageArgs(cobra.NoArgs),
-		RunE:  func(cmd *cobra.Command, _ []string) error { return usageError{errors.New("say what to get: jobs, job NAME or schedulers")} },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageError{errors.New("say what to get: jobs, job NAME or schedulers")}
+		},
 	}
 	cf.add(get)
 
@@ -449,7 +451,9 @@ func newSetCmd() *cobra.Command {
 		Use:   "set scheduler GPU_TYPE [--algorithm NAME] [--rate-limit DURATION]",
 		Short: "Change a scheduler's settings",
 		Args:  usageArgs(cobra.NoArgs),
-		RunE:  func(*cobra.Command, []string) error { return usageError{errors.New("say what to set: scheduler GPU_TYPE")} },
+		RunE: func(*cobra.Command, []string) error {
+			return usageError{errors.New("say what to set: scheduler GPU_TYPE")}
+		},
 	}
 	cf.add(set)
 	var alg, rate string

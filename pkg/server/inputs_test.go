@@ -63,7 +63,7 @@ spec:
             image: busybox
 `
 
-func tj(name string, edits ...string) string    { return edit(validTJ, name, edits...) }
+func tj(name string, edits ...string) string     { return edit(validTJ, name, edits...) }
 func mpijob(name string, edits ...string) string { return edit(validMPIJob, name, edits...) }
 
 // edit names a template and applies old, new replacement pairs, each of

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 

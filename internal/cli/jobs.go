@@ -274,30 +274,33 @@ func printStructured(w io.Writer, v any, format string) error {
 	return err
 }
 
-// jobTimes are a job's waiting and running time now: its status counters,
-// brought forward from when they were written.
-func jobTimes(tj *v1alpha1.TrainingJob, at time.Time) (waiting, running time.Duration) {
-	waiting = time.Duration(tj.Status.WaitingMillis) * time.Millisecond
-	running = time.Duration(tj.Status.RunningMillis) * time.Millisecond
+// jobTimes are a job's waiting, running and GPU time now: its status
+// counters, brought forward from when they were written.
+func jobTimes(tj *v1alpha1.TrainingJob, at time.Time) (waiting, running, gpu time.Duration) {
+	st := tj.Status
+	waiting = time.Duration(st.WaitingMillis) * time.Millisecond
+	running = time.Duration(st.RunningMillis) * time.Millisecond
+	gpu = time.Duration(st.GPUMillis) * time.Millisecond
 	since := tj.CreationTimestamp.Time
-	if t := tj.Status.AccountedTime; t != nil {
-		since = t.Time
+	if st.AccountedTime != nil {
+		since = st.AccountedTime.Time
 	}
 	if since.IsZero() || !at.After(since) {
-		return waiting, running
+		return waiting, running, gpu
 	}
-	switch tj.Status.Phase {
+	switch d := at.Sub(since); st.Phase {
 	case v1alpha1.PhaseRunning:
-		running += at.Sub(since)
+		running += d
+		gpu += time.Duration(st.Workers) * d
 	case v1alpha1.PhaseWaiting, v1alpha1.PhaseSubmitted, "":
-		waiting += at.Sub(since)
+		waiting += d
 	}
-	return waiting, running
+	return waiting, running, gpu
 }
 
 // jobRow is one line of the jobs table.
 func jobRow(tj *v1alpha1.TrainingJob, wide bool, at time.Time) string {
-	w, r := jobTimes(tj, at)
+	w, r, _ := jobTimes(tj, at)
 	phase := tj.Status.Phase
 	if phase == "" {
 		phase = v1alpha1.PhaseSubmitted

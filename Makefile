@@ -15,7 +15,7 @@ NODES    ?= 4
 GPUS     ?= 4
 TYPES    ?= nvidia-tesla-v100,nvidia-gtx-1080ti
 
-.PHONY: help build test test-unit test-integration tools dev-cluster generate verify bench fuzz eval demo clean
+.PHONY: help build test test-unit test-integration tools dev-cluster generate verify bench fuzz fuzz-short eval demo clean
 
 help: ## Show this help.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-17s %s\n", $$1, $$2}'
@@ -57,6 +57,10 @@ bench: ## Run the benchmarks (results in bench.txt).
 
 fuzz: ## Run every fuzz target for FUZZTIME each.
 	@hack/fuzz-all.sh $(FUZZTIME)
+
+fuzz-short: ## Fuzz what parses untrusted input (API bodies, original job files) briefly; CI runs it.
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJob$$' -fuzztime 10s ./pkg/server
+	$(GO) test -run '^$$' -fuzz '^FuzzFromMPIJob$$' -fuzztime 10s ./pkg/compat
 
 eval: ## Regenerate docs/evaluation.md from ../shared/traces (all policies, 4 loads).
 	$(GO) run ./hack/eval

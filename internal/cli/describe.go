@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -20,13 +19,7 @@ const describeEvents = 10
 
 func newDescribeCmd() *cobra.Command {
 	var cf clientFlags
-	describe := &cobra.Command{
-		Use:   "describe job NAME",
-		Short: "Show a training job in detail",
-		Args:  usageArgs(cobra.NoArgs),
-		RunE:  func(*cobra.Command, []string) error { return usageError{errors.New("say what to describe: job NAME")} },
-	}
-	cf.add(describe)
+	describe := groupCmd("describe job NAME", "Show a training job in detail", "", "job NAME", &cf)
 	job := &cobra.Command{
 		Use:     "job NAME",
 		Aliases: []string{"jobs", "tj"},

@@ -141,16 +141,8 @@ func (f *clientFlags) completeJobs(cmd *cobra.Command, _ []string, prefix string
 
 func newGetCmd() *cobra.Command {
 	var cf clientFlags
-	get := &cobra.Command{
-		Use:   "get (jobs | job NAME | schedulers)",
-		Short: "List training jobs or schedulers",
-		Long:  "List training jobs or the scheduler of every GPU type.\n" + clientHelp,
-		Args:  usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError{errors.New("say what to get: jobs, job NAME or schedulers")}
-		},
-	}
-	cf.add(get)
+	get := groupCmd("get (jobs | job NAME | schedulers)", "List training jobs or schedulers",
+		"List training jobs or the scheduler of every GPU type.\n"+clientHelp, "jobs, job NAME or schedulers", &cf)
 
 	var (
 		output, status, gpuType, user string
@@ -247,6 +239,21 @@ and GPUs, the GPUs allocated and its jobs per phase.
 	scheds.Flags().StringVarP(&schedOutput, "output", "o", "", "output format: json or yaml")
 	get.AddCommand(jobs, scheds)
 	return get
+}
+
+// groupCmd is a command that only holds subcommands, with the client
+// flags for all of them; run alone it says what it wants.
+func groupCmd(use, short, long, what string, cf *clientFlags) *cobra.Command {
+	verb, _, _ := strings.Cut(use, " ")
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: long,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(*cobra.Command, []string) error {
+			return usageError{fmt.Errorf("say what to %s: %s", verb, what)}
+		},
+	}
+	cf.add(cmd)
+	return cmd
 }
 
 // checkOutput rejects an -o value that is not among the allowed ones.
@@ -450,15 +457,7 @@ func printSchedulers(w io.Writer, items []rest.Scheduler, format string) error {
 
 func newSetCmd() *cobra.Command {
 	var cf clientFlags
-	set := &cobra.Command{
-		Use:   "set scheduler GPU_TYPE [--algorithm NAME] [--rate-limit DURATION]",
-		Short: "Change a scheduler's settings",
-		Args:  usageArgs(cobra.NoArgs),
-		RunE: func(*cobra.Command, []string) error {
-			return usageError{errors.New("say what to set: scheduler GPU_TYPE")}
-		},
-	}
-	cf.add(set)
+	set := groupCmd("set scheduler GPU_TYPE [--algorithm NAME] [--rate-limit DURATION]", "Change a scheduler's settings", "", "scheduler GPU_TYPE", &cf)
 	var alg, rate string
 	sched := &cobra.Command{
 		Use:   "scheduler GPU_TYPE",

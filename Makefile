@@ -8,6 +8,11 @@ BENCHTIME ?= 1s
 # Packages of the pure core: they must not import Kubernetes or net/http.
 CORE     := pkg/api pkg/algorithm pkg/placement pkg/scheduler
 
+# The container image (make image); no engine runs on the development machine.
+VERSION  ?= 0.1.0
+IMAGE    ?= ghcr.io/vodascheduler/voda:$(VERSION)
+CONTAINER_ENGINE ?= docker
+
 # Integration tests: every test whose name contains this, in every package.
 INTEGRATION ?= Integration
 # Fake GPU nodes of `make dev-cluster`: NODES nodes of GPUS GPUs per type in TYPES.
@@ -15,7 +20,7 @@ NODES    ?= 4
 GPUS     ?= 4
 TYPES    ?= nvidia-tesla-v100,nvidia-gtx-1080ti
 
-.PHONY: help build test test-unit test-integration tools dev-cluster generate verify bench fuzz fuzz-short eval demo clean
+.PHONY: help build test test-unit test-integration tools dev-cluster generate verify bench image fuzz fuzz-short eval demo clean
 
 help: ## Show this help.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-17s %s\n", $$1, $$2}'
@@ -54,6 +59,9 @@ verify: ## gofmt, go vet, go mod tidy, the core import rule, generated files up 
 
 bench: ## Run the benchmarks (results in bench.txt).
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS) | tee bench.txt
+
+image: ## Build the container image with CONTAINER_ENGINE (docker or podman) as IMAGE.
+	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 fuzz: ## Run every fuzz target for FUZZTIME each.
 	@hack/fuzz-all.sh $(FUZZTIME)

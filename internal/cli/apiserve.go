@@ -85,8 +85,12 @@ func (a *apiFlags) addTo(mgr ctrl.Manager, cfg *rest.Config, o kube.ManagerOptio
 		}
 	}
 	ns := a.namespace
-	if ns == "" {
-		ns = podNamespace(o.Namespace)
+	switch {
+	case ns != "":
+	case o.Namespace != "":
+		ns = o.Namespace
+	default:
+		ns = podNamespace("")
 	}
 	if o.Namespace != "" && ns != o.Namespace {
 		return usageError{fmt.Errorf("--api-namespace %s is outside --namespace %s: the controller would never see those jobs", ns, o.Namespace)}

@@ -47,3 +47,18 @@ func TestBadInputExitsWithCode2(t *testing.T) {
 		})
 	}
 }
+
+func TestKubectlPluginName(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := MainAs("/usr/local/bin/kubectl-voda", []string{"get", "jobs", "--help"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "kubectl voda get jobs [NAME...] [flags]") {
+		t.Errorf("help as a kubectl plugin does not say kubectl voda:\n%s", out.String())
+	}
+	out.Reset()
+	MainAs("voda", []string{"get", "jobs", "--help"}, &out, &errb)
+	if !strings.Contains(out.String(), "\n  voda get jobs [NAME...] [flags]") {
+		t.Errorf("help as voda:\n%s", out.String())
+	}
+}

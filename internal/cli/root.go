@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -60,7 +62,17 @@ jobs. It runs one scheduler per GPU type with a choice of eight policies.`,
 // Main runs the command line and returns the process exit code: 0 on
 // success, 2 for bad input, 1 for other failures.
 func Main(args []string, stdout, stderr io.Writer) int {
+	return MainAs("voda", args, stdout, stderr)
+}
+
+// MainAs is Main for a binary invoked as program (os.Args[0]). Installed as
+// kubectl-voda, the binary is a kubectl plugin and its help says
+// "kubectl voda".
+func MainAs(program string, args []string, stdout, stderr io.Writer) int {
 	root := NewRoot(stdout, stderr)
+	if base := filepath.Base(program); strings.HasPrefix(base, "kubectl-") {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl " + strings.TrimPrefix(base, "kubectl-")}
+	}
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {

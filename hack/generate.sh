@@ -30,10 +30,13 @@ fi
 cd "$root"
 "$bin" object paths=./pkg/apis/... output:object:dir="$out/pkg/apis/vodascheduler/v1alpha1"
 "$bin" crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=./pkg/apis/... output:crd:dir="$out/deploy/crds"
+# The Helm chart carries its own copy (a chart cannot reach outside itself).
+mkdir -p "$out/deploy/helm/voda/files"
+cp "$out/deploy/crds/vodascheduler.io_trainingjobs.yaml" "$out/deploy/helm/voda/files/trainingjobs-crd.yaml"
 
 if [ "${1:-}" = "--check" ]; then
 	stale=0
-	for f in pkg/apis/vodascheduler/v1alpha1/zz_generated.deepcopy.go deploy/crds/vodascheduler.io_trainingjobs.yaml; do
+	for f in pkg/apis/vodascheduler/v1alpha1/zz_generated.deepcopy.go deploy/crds/vodascheduler.io_trainingjobs.yaml deploy/helm/voda/files/trainingjobs-crd.yaml; do
 		if ! cmp -s "$out/$f" "$root/$f"; then
 			echo "generate: $f is stale; run make generate and commit"
 			stale=1

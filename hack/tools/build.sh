@@ -63,6 +63,7 @@ k8s_ver=$(version k8s k8s.io/kubernetes)
 etcd_ver=$(version etcd go.etcd.io/etcd/server/v3)
 kwok_ver=$(version kwok sigs.k8s.io/kwok)
 mpi_ver=$(version mpi-operator github.com/kubeflow/mpi-operator)
+helm_ver=$(version helm helm.sh/helm/v3)
 
 # Kubernetes stamps its version at link time; without it the servers report v0.0.0.
 k8s_minor=$(echo "$k8s_ver" | cut -d. -f2)
@@ -82,6 +83,7 @@ build k8s "$k8s_ver" "$k8s_ldflags" \
 	k8s.io/kubernetes/cmd/kubectl
 build kwok "$kwok_ver" "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_ver#v}" sigs.k8s.io/kwok/cmd/kwok
 build mpi-operator "$mpi_ver" "" github.com/kubeflow/mpi-operator/cmd/mpi-operator
+build helm "$helm_ver" "-X helm.sh/helm/v3/internal/version.version=$helm_ver" helm.sh/helm/v3/cmd/helm
 
 # The MPIJob CRD comes from the same pinned module, copied at build time.
 crd="$cache/mpi-operator-$mpi_ver/crd/kubeflow.org_mpijobs.yaml"
@@ -100,5 +102,6 @@ for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
 done
 ln -sfn "../kwok-$kwok_ver/bin/kwok" "$cache/bin/kwok"
 ln -sfn "../mpi-operator-$mpi_ver/bin/mpi-operator" "$cache/bin/mpi-operator"
+ln -sfn "../helm-$helm_ver/bin/helm" "$cache/bin/helm"
 ln -sfn "../mpi-operator-$mpi_ver/crd/kubeflow.org_mpijobs.yaml" "$cache/bin/kubeflow.org_mpijobs.yaml"
 echo "tools: ready in $cache/bin"

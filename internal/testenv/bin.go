@@ -15,7 +15,7 @@ const BinEnv = "VODA_TOOLS_BIN"
 // The files hack/tools/build.sh puts in its bin directory.
 var requiredFiles = []string{
 	"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-	"kwok", "mpi-operator", "kubeflow.org_mpijobs.yaml",
+	"kwok", "mpi-operator", "kubeflow.org_mpijobs.yaml", "kubectl", "helm",
 }
 
 // ErrNoBinaries is returned, wrapped, when the component binaries are not built.

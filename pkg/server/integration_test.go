@@ -101,7 +101,17 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, ctrl, err := kube.NewManager(env.Config, kube.ManagerOptions{
+	// The controller and the API servers act as the Helm chart's
+	// ServiceAccount, released in apiNS: its rules must be enough.
+	saCfg, err := env.ChartIdentity(ctx, apiNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := ctrlclient.New(saCfg, ctrlclient.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, ctrl, err := kube.NewManager(saCfg, kube.ManagerOptions{
 		Options: kube.Options{
 			GPUTypes: []string{testGPUType, examplesType}, RateLimit: 300 * time.Millisecond,
 			SyncPeriod: 2 * time.Second, ConfigNamespace: apiNS, Log: funcr.New(func(string, string) {}, funcr.Options{}),
@@ -121,7 +131,7 @@ func startAPIEnv(t *testing.T) *apiEnv {
 		Namespace: apiNS, DefaultAlgorithm: "elasticfifo", DefaultRateLimit: 300 * time.Millisecond,
 		Registerer: e.registry, Gatherer: e.registry, Version: "test",
 	}
-	s, err := server.New(k8s, static, opts)
+	s, err := server.New(sa, static, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +146,7 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	// service accounts of the namespace admins.
 	opts.Registerer, opts.Gatherer = e.tlsRegistr, e.tlsRegistr
 	opts.AdminGroups = []string{"system:serviceaccounts:" + apiNS}
-	trs, err := server.New(k8s, server.TokenReview{Client: k8s}, opts)
+	trs, err := server.New(sa, server.TokenReview{Client: sa}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vodascheduler/voda/internal/testenv"
@@ -23,10 +24,18 @@ import (
 
 // cluster is one control plane shared by the integration scenarios; each
 // scenario uses its own namespace and GPU type, so their engines never meet.
+//
+// The tests act as cluster admins (c); the controllers they start act as
+// the Helm chart's ServiceAccount (ctrlConfig), so every scenario also
+// checks that the chart's RBAC rules are enough.
 type cluster struct {
-	env *testenv.Env
-	c   client.Client
+	env        *testenv.Env
+	c          client.Client
+	ctrlConfig *rest.Config
 }
+
+// releaseNS is where the chart's ServiceAccount lives in these tests.
+const releaseNS = "voda-system"
 
 func newCluster(t *testing.T) *cluster {
 	env := testenv.New(t, testenv.Options{})
@@ -34,7 +43,15 @@ func newCluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &cluster{env: env, c: c}
+	ctx := context.Background()
+	if err := env.CreateNamespace(ctx, releaseNS); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.ChartIdentity(ctx, releaseNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{env: env, c: c, ctrlConfig: cfg}
 }
 
 // scenario prepares a namespace and GPU nodes of one type.
@@ -42,6 +59,10 @@ func (k *cluster) scenario(t *testing.T, ns, gpuType string, nodes, gpus int) []
 	t.Helper()
 	ctx := context.Background()
 	if err := k.env.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	// Leases and the settings ConfigMap live in the scenario's namespace.
+	if err := k.env.GrantChartNamespaced(ctx, releaseNS, ns); err != nil {
 		t.Fatal(err)
 	}
 	names, err := k.env.CreateGPUNodes(ctx, testenv.NodeSpec{GPUType: gpuType, Count: nodes, GPUs: gpus})
@@ -69,7 +90,7 @@ func controllerOpts(t *testing.T, gpuTypes ...string) kube.ManagerOptions {
 // like a killed process (without releasing its lease).
 func (k *cluster) startController(t *testing.T, o kube.ManagerOptions) (c *kube.Controller, stop func()) {
 	t.Helper()
-	mgr, c, err := kube.NewManager(k.env.Config, o)
+	mgr, c, err := kube.NewManager(k.ctrlConfig, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +41,36 @@ func TestIntegrationController(t *testing.T) {
 	t.Run("KilledRepeatedly", func(t *testing.T) { testKilledRepeatedly(t, k) })
 	t.Run("LeaderElection", func(t *testing.T) { testLeaderElection(t, k) })
 	t.Run("RuntimeSettings", func(t *testing.T) { testRuntimeSettings(t, k) })
+	// Every scenario above ran its controllers as the chart's
+	// ServiceAccount: its rules are enough. Here: they are no more.
+	t.Run("RBACMinimal", func(t *testing.T) { testRBACMinimal(t, k) })
+}
+
+// testRBACMinimal checks that the chart's ServiceAccount may not do what
+// the controller never does.
+func testRBACMinimal(t *testing.T, k *cluster) {
+	c, err := client.New(k.ctrlConfig, client.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil || len(nodes.Items) == 0 {
+		t.Fatalf("list nodes, which the controller needs: %v", err)
+	}
+	forbidden := map[string]error{
+		"delete a node":              c.Delete(ctx, &nodes.Items[0]),
+		"label a node":               c.Patch(ctx, &nodes.Items[0], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`))),
+		"list secrets":               c.List(ctx, &corev1.SecretList{}),
+		"create a pod":               c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "x"}}}}),
+		"update a job's spec":        c.Update(ctx, newJob("default", "x", "t", 1, 1)),
+		"read a ConfigMap elsewhere": c.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: "extension-apiserver-authentication"}, &corev1.ConfigMap{}),
+	}
+	for what, err := range forbidden {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: %v, want forbidden", what, err)
+		}
+	}
 }
 
 // (g) the API server rejects bad TrainingJobs with a message saying what to

@@ -1,0 +1,101 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+)
+
+// ChartRelease is the release name the tests render the Helm chart as; the
+// chart names its ServiceAccount and roles after it.
+const ChartRelease = "voda"
+
+// ChartDir is the Helm chart's directory.
+func ChartDir() (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "deploy", "helm", "voda"), nil
+}
+
+// Helm runs the pinned helm against the environment and returns its
+// standard output.
+func (e *Env) Helm(ctx context.Context, args ...string) ([]byte, error) {
+	return e.run(ctx, nil, "helm", append(args, "--kubeconfig", e.Kubeconfig)...)
+}
+
+// Kubectl runs the pinned kubectl against the environment with stdin as its
+// input and returns its standard output.
+func (e *Env) Kubectl(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
+	return e.run(ctx, stdin, "kubectl", append(args, "--kubeconfig", e.Kubeconfig)...)
+}
+
+func (e *Env) run(ctx context.Context, stdin []byte, bin string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(e.bin, bin), args...)
+	cmd.Env = append(cmd.Environ(), "HOME="+e.Dir, "HELM_CACHE_HOME="+filepath.Join(e.Dir, "helm"), "HELM_CONFIG_HOME="+filepath.Join(e.Dir, "helm"))
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.Bytes(), fmt.Errorf("%s %s: %w: %s", bin, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return out.Bytes(), nil
+}
+
+// ChartIdentity applies the Helm chart's ServiceAccount and RBAC, rendered
+// for a release in namespace (which must exist), and returns a client
+// configuration authenticated as that ServiceAccount with a token from the
+// TokenRequest API: a controller run with it has exactly the chart's
+// permissions.
+func (e *Env) ChartIdentity(ctx context.Context, namespace string) (*rest.Config, error) {
+	dir, err := ChartDir()
+	if err != nil {
+		return nil, err
+	}
+	manifest, err := e.Helm(ctx, "template", ChartRelease, dir, "--namespace", namespace, "--kube-version", "1.34.4",
+		"--show-only", "templates/serviceaccount.yaml", "--show-only", "templates/rbac.yaml")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.Kubectl(ctx, manifest, "apply", "--server-side", "-f", "-"); err != nil {
+		return nil, err
+	}
+	expiry := int64((2 * time.Hour).Seconds())
+	tr, err := e.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, ChartRelease,
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("token for the chart's service account: %w", err)
+	}
+	cfg := rest.AnonymousClientConfig(e.Config)
+	cfg.BearerToken = tr.Status.Token
+	return cfg, nil
+}
+
+// GrantChartNamespaced gives the chart's ServiceAccount (of a release in
+// releaseNS) its namespaced permissions — the leader Lease and the settings
+// ConfigMap — in another namespace too, as the chart does in its own.
+func (e *Env) GrantChartNamespaced(ctx context.Context, releaseNS, namespace string) error {
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: ChartRelease},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ChartRelease + "-namespaced"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ChartRelease, Namespace: releaseNS}},
+	}
+	_, err := e.Client.RbacV1().RoleBindings(namespace).Create(ctx, rb, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}

@@ -73,11 +73,18 @@ func (e *Env) ChartIdentity(ctx context.Context, namespace string) (*rest.Config
 	if _, err := e.Kubectl(ctx, manifest, "apply", "--server-side", "-f", "-"); err != nil {
 		return nil, err
 	}
+	return e.ServiceAccountConfig(ctx, namespace, ChartRelease)
+}
+
+// ServiceAccountConfig returns a client configuration authenticated as a
+// ServiceAccount, with a token from the TokenRequest API valid for two
+// hours.
+func (e *Env) ServiceAccountConfig(ctx context.Context, namespace, name string) (*rest.Config, error) {
 	expiry := int64((2 * time.Hour).Seconds())
-	tr, err := e.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, ChartRelease,
+	tr, err := e.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
 		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("token for the chart's service account: %w", err)
+		return nil, fmt.Errorf("token for the service account %s/%s: %w", namespace, name, err)
 	}
 	cfg := rest.AnonymousClientConfig(e.Config)
 	cfg.BearerToken = tr.Status.Token

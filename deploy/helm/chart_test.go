@@ -1,0 +1,364 @@
+// Tests of the Helm chart in voda/: lint, rendering, and installing,
+// applying and upgrading it on the local control plane.
+package helm_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vodascheduler/voda/internal/testenv"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
+)
+
+// allOptions turns every option of the chart on.
+const allOptions = `replicas: 3
+image: {repository: registry.example/voda, tag: test, pullPolicy: Always}
+imagePullSecrets: [{name: regcred}]
+scheduler:
+  algorithm: Tiresias
+  rateLimit: 10s
+  perGPUType:
+    nvidia-tesla-v100: {algorithm: ElasticTiresias, rateLimit: 5s}
+    nvidia-gtx-1080ti: {algorithm: AFS-L}
+  gpuTypes: [nvidia-tesla-v100, nvidia-gtx-1080ti]
+  statusSync: 10s
+watchNamespace: ml
+api:
+  port: 8443
+  auth: static
+  staticTokenSecret: voda-tokens
+  adminGroups: [ml-admins]
+  jobNamespace: ml
+  tlsSecret: voda-tls
+  maxBodyBytes: 262144
+metrics:
+  port: 9090
+  serviceMonitor: {enabled: true, interval: 15s, labels: {release: prometheus}}
+keepCRD: false
+nodeSelector: {node-role.kubernetes.io/control-plane: ""}
+tolerations: [{key: dedicated, operator: Exists}]
+podAnnotations: {team: ml-infra}
+priorityClassName: system-cluster-critical
+logVerbose: true
+`
+
+// helmBin is the pinned helm, or the test is skipped.
+func helmBin(t *testing.T) string {
+	if testing.Short() {
+		t.Skip("runs helm; skipped with -short")
+	}
+	bin, err := testenv.BinDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	return filepath.Join(bin, "helm")
+}
+
+func chartDir(t *testing.T) string {
+	dir, err := testenv.ChartDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// valuesFile writes values into a file for -f.
+func valuesFile(t *testing.T, values string) string {
+	f := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(f, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func helm(t *testing.T, args ...string) (string, error) {
+	cmd := exec.Command(helmBin(t), args...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestChartLint(t *testing.T) {
+	for name, values := range map[string]string{"defaults": "", "every option": allOptions} {
+		args := []string{"lint", "--strict", chartDir(t)}
+		if values != "" {
+			args = append(args, "-f", valuesFile(t, values))
+		}
+		out, err := helm(t, args...)
+		if err != nil || !strings.Contains(out, "1 chart(s) linted, 0 chart(s) failed") || strings.Contains(out, "[WARNING]") {
+			t.Errorf("%s: %v\n%s", name, err, out)
+		}
+	}
+}
+
+// TestChartRendersWhatItPromises checks the rendered Deployment: two
+// replicas with leader election, probes, resources, non-root, read-only
+// root filesystem, and every option reaching the controller's flags.
+func TestChartRendersWhatItPromises(t *testing.T) {
+	render := func(values string) appsv1.Deployment {
+		args := []string{"template", "voda", chartDir(t), "-n", "voda-system", "--show-only", "templates/deployment.yaml"}
+		if values != "" {
+			args = append(args, "-f", valuesFile(t, values))
+		}
+		out, err := helm(t, args...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var d appsv1.Deployment
+		if err := yaml.UnmarshalStrict([]byte(out), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d := render("")
+	c := d.Spec.Template.Spec.Containers[0]
+	sc, psc := c.SecurityContext, d.Spec.Template.Spec.SecurityContext
+	switch {
+	case *d.Spec.Replicas != 2:
+		t.Errorf("replicas %d", *d.Spec.Replicas)
+	case c.LivenessProbe == nil || c.ReadinessProbe == nil:
+		t.Error("no probes")
+	case c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero():
+		t.Error("no resource requests")
+	case psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot:
+		t.Error("may run as root")
+	case sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation:
+		t.Error("root filesystem writable or privilege escalation allowed")
+	case !contains(c.Args, "--leader-elect=true") || !contains(c.Args, "--api-auth=tokenreview") || !contains(c.Args, "--api-namespace=voda-system"):
+		t.Errorf("args %v", c.Args)
+	}
+	full := render(allOptions).Spec.Template.Spec.Containers[0]
+	for _, want := range []string{"--algorithm=Tiresias", "--rate-limit=10s", "--gpu-types=nvidia-tesla-v100,nvidia-gtx-1080ti",
+		"--namespace=ml", "--api-namespace=ml", "--api-addr=:8443", "--api-auth=static", "--api-token-file=/etc/voda/tokens/tokens.csv",
+		"--api-admin-groups=ml-admins", "--api-tls-cert-file=/etc/voda/tls/tls.crt", "--metrics-addr=:9090", "--api-max-body-bytes=262144", "--verbose"} {
+		if !contains(full.Args, want) {
+			t.Errorf("every option: %s missing from %v", want, full.Args)
+		}
+	}
+	if full.Image != "registry.example/voda:test" {
+		t.Errorf("image %s", full.Image)
+	}
+	// Bad values fail with a message.
+	for values, want := range map[string]string{
+		"api: {auth: magic}":                        `api.auth is "magic"`,
+		"api: {auth: static}":                       "needs api.staticTokenSecret",
+		"watchNamespace: a\napi: {jobNamespace: b}": "must equal watchNamespace",
+	} {
+		out, err := helm(t, "template", "voda", chartDir(t), "-f", valuesFile(t, values))
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("values %q: %v, want a failure saying %q\n%s", values, err, want, out)
+		}
+	}
+}
+
+func contains(list []string, s string) bool { return slices.Contains(list, s) }
+
+// serviceMonitorCRD stands in for the Prometheus Operator's CRD, which is
+// not built here: it accepts any ServiceMonitor, so the chart's is checked
+// for being well-formed Kubernetes, not against the operator's schema.
+const serviceMonitorCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: servicemonitors.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  names: {kind: ServiceMonitor, listKind: ServiceMonitorList, plural: servicemonitors, singular: servicemonitor}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+// TestIntegrationChart installs the chart, runs a job under it, upgrades
+// the chart while the job runs, and applies the chart with every option on.
+func TestIntegrationChart(t *testing.T) {
+	env := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	for _, ns := range []string{"voda-system", "ml"} {
+		if err := env.CreateNamespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes, err := env.CreateGPUNodes(ctx, testenv.NodeSpec{GPUType: "chart-gpu", Count: 2, GPUs: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// docs/install.md labels GPU nodes so.
+	for _, n := range nodes {
+		if out, err := env.Kubectl(ctx, nil, "label", "node", n, "vodascheduler/accelerator=chart-gpu", "--overwrite"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	k8s, err := client.New(env.Config, client.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := chartDir(t)
+
+	// The previous version of the chart: this chart, packaged as 0.0.1.
+	prev := t.TempDir()
+	if out, err := env.Helm(ctx, "package", dir, "--version", "0.0.1", "--app-version", "0.0.1", "-d", prev); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	prevChart := filepath.Join(prev, "voda-0.0.1.tgz")
+	rendered, err := env.Helm(ctx, "template", "voda", prevChart, "-n", "voda-system", "--kube-version", "1.34.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := env.Kubectl(ctx, rendered, "apply", "--dry-run=server", "--server-side", "-f", "-"); err != nil {
+		t.Fatalf("server-side dry run of the default chart: %v\n%s", err, out)
+	}
+	// The control plane has the CRD already, as a cluster does where it was
+	// applied by hand: the release adopts it (docs/install.md).
+	for _, args := range [][]string{
+		{"annotate", "crd", "trainingjobs.vodascheduler.io", "meta.helm.sh/release-name=voda", "meta.helm.sh/release-namespace=voda-system"},
+		{"label", "crd", "trainingjobs.vodascheduler.io", "app.kubernetes.io/managed-by=Helm"},
+	} {
+		if out, err := env.Kubectl(ctx, nil, args...); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	if out, err := env.Helm(ctx, "install", "voda", prevChart, "-n", "voda-system", "--wait", "--timeout", "2m"); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	var dep appsv1.Deployment
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: "voda-system", Name: "voda"}, &dep); err != nil || dep.Status.ReadyReplicas != 2 {
+		t.Fatalf("deployment: %v, %d ready", err, dep.Status.ReadyReplicas)
+	}
+
+	// A job runs, scheduled by a controller with the release's identity
+	// (the Deployment's pods are kwok's and run nothing).
+	// docs/install.md: a token for the API (here, the release's own
+	// ServiceAccount, which also runs the controller below).
+	if out, err := env.Kubectl(ctx, nil, "create", "token", "voda", "-n", "voda-system"); err != nil || len(out) < 100 {
+		t.Fatalf("kubectl create token: %v\n%s", err, out)
+	}
+	cfg, err := env.ServiceAccountConfig(ctx, "voda-system", "voda")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, _, err := kube.NewManager(cfg, kube.ManagerOptions{
+		Options:     kube.Options{RateLimit: 300 * time.Millisecond, SyncPeriod: time.Second, ConfigNamespace: "voda-system", Log: funcr.New(func(string, string) {}, funcr.Options{})},
+		MetricsAddr: "0", HealthAddr: "0", LeaderElect: true, LeaderElectionNamespace: "voda-system", LeaderElectionID: "voda",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	tj := &v1alpha1.TrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "voda-system", Name: "steady"},
+		Spec: v1alpha1.TrainingJobSpec{GPUType: "chart-gpu", MinWorkers: 2, MaxWorkers: 4,
+			Template: v1alpha1.TrainingJobTemplate{MPIJob: &v1alpha1.MPIJobTemplate{
+				Launcher: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "l", Image: "busybox"}}}},
+				Worker:   corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "w", Image: "busybox"}}}},
+			}}},
+	}
+	if err := k8s.Create(ctx, tj); err != nil {
+		t.Fatal(err)
+	}
+	before := waitRunning(t, k8s, 4)
+
+	// Upgrade to this chart with changed values: the job is untouched.
+	if out, err := env.Helm(ctx, "upgrade", "voda", dir, "-n", "voda-system", "--wait", "--timeout", "2m",
+		"--set", "scheduler.rateLimit=10s"); err != nil {
+		t.Fatalf("helm upgrade: %v\n%s", err, out)
+	}
+	time.Sleep(3 * time.Second) // a few rounds of the controller
+	after := waitRunning(t, k8s, 4)
+	if before != after {
+		t.Errorf("the running job changed across the upgrade:\nbefore %s\nafter  %s", before, after)
+	}
+	if out, err := env.Helm(ctx, "history", "voda", "-n", "voda-system"); err != nil || !strings.Contains(string(out), "voda-0.0.1") || !strings.Contains(string(out), "voda-0.1.0") {
+		t.Errorf("history: %v\n%s", err, out)
+	}
+
+	// Uninstalling keeps the CRD, and with it the jobs.
+	if out, err := env.Helm(ctx, "uninstall", "voda", "-n", "voda-system", "--wait"); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	var kept v1alpha1.TrainingJob
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: "voda-system", Name: "steady"}, &kept); err != nil {
+		t.Errorf("the job did not survive helm uninstall: %v", err)
+	}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: "voda-system", Name: "voda"}, &appsv1.Deployment{}); err == nil {
+		t.Error("the Deployment survived helm uninstall")
+	}
+
+	// Every option on: accepted by a server-side dry run, then applied.
+	if err := env.ApplyCRDs(ctx, []byte(serviceMonitorCRD)); err != nil {
+		t.Fatal(err)
+	}
+	rendered, err = env.Helm(ctx, "template", "voda-full", dir, "-n", "ml", "--kube-version", "1.34.4", "-f", valuesFile(t, allOptions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range [][]string{{"--dry-run=server"}, nil} {
+		args := append([]string{"apply", "--server-side", "--force-conflicts", "-f", "-"}, extra...)
+		if out, err := env.Kubectl(ctx, rendered, args...); err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+	}
+	out, err := env.Kubectl(ctx, nil, "get", "servicemonitor/voda-full", "configmap/voda-schedulers", "deployment/voda-full", "-n", "ml", "-o", "name")
+	if err != nil || strings.Count(string(out), "\n") != 3 {
+		t.Errorf("every-option objects: %v\n%s", err, out)
+	}
+}
+
+// waitRunning waits until the job runs on n workers and returns what must
+// not change while it keeps running: its UID, start time, counters of
+// restarts, and its MPIJob's and worker pods' UIDs.
+func waitRunning(t *testing.T, c client.Client, n int32) string {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var tj v1alpha1.TrainingJob
+		err := c.Get(ctx, types.NamespacedName{Namespace: "voda-system", Name: "steady"}, &tj)
+		var pods corev1.PodList
+		if err == nil {
+			err = c.List(ctx, &pods, client.InNamespace("voda-system"), client.MatchingLabels{v1alpha1.JobLabel: "steady"})
+		}
+		running := 0
+		var uids []string
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+			uids = append(uids, p.Name+"="+string(p.UID))
+		}
+		if err == nil && tj.Status.Phase == v1alpha1.PhaseRunning && tj.Status.Workers == n && running >= int(n) {
+			start := ""
+			if tj.Status.LastStartTime != nil {
+				start = tj.Status.LastStartTime.String()
+			}
+			slices.Sort(uids)
+			return fmt.Sprintf("job %s started %s restarts %d rescales %d pods %v", tj.UID, start, tj.Status.Restarts, tj.Status.Rescales, uids)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job not running on %d workers: %v, phase %s, workers %d, %d pods running", n, err, tj.Status.Phase, tj.Status.Workers, running)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}

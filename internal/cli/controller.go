@@ -14,9 +14,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/cluster/kube"
+	"github.com/vodascheduler/voda/pkg/metrics"
 	"github.com/vodascheduler/voda/pkg/scheduler"
 )
 
@@ -81,6 +83,10 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
 				o.ConfigNamespace = podNamespace(o.Namespace)
 			}
 			if err := api.check(); err != nil {
+				return err
+			}
+			// Served on --metrics-addr and the API's /metrics.
+			if o.Metrics, err = metrics.New(ctrlmetrics.Registry, Version); err != nil {
 				return err
 			}
 			mgr, _, err := kube.NewManager(cfg, o)

@@ -35,6 +35,9 @@ type Config struct {
 	RateLimit time.Duration
 	// Clock is required.
 	Clock Clock
+	// Stopwatch measures how long the policy and the placement compute, for
+	// metrics; it never affects a decision. Nil means the wall clock.
+	Stopwatch func() time.Time
 }
 
 // DefaultConfig returns a configuration with the defaults of the original
@@ -76,7 +79,20 @@ type Engine struct {
 	// assumed holds, per job, its record before the last plan changed it,
 	// so a failed action can be undone.
 	assumed map[api.JobID]Job
+
+	stopwatch func() time.Time
+	lastRound RoundTimes
 }
+
+// RoundTimes are how long the parts of the last rescheduling computed.
+type RoundTimes struct {
+	// Algorithm is the policy's allocation; Placement the worker placement
+	// (zero when the allocation left every job as it was).
+	Algorithm, Placement time.Duration
+}
+
+// LastRound returns how long the last rescheduling's parts computed.
+func (e *Engine) LastRound() RoundTimes { return e.lastRound }
 
 // New returns an engine with no jobs and no nodes.
 func New(cfg Config) (*Engine, error) {
@@ -99,12 +115,16 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
+	if cfg.Stopwatch == nil {
+		cfg.Stopwatch = time.Now
+	}
 	return &Engine{
 		gpuType:   cfg.GPUType,
 		algo:      cfg.Algorithm,
 		policy:    p,
 		rateLimit: cfg.RateLimit,
 		clock:     cfg.Clock,
+		stopwatch: cfg.Stopwatch,
 		jobs:      map[api.JobID]*Job{},
 		nodes:     map[api.NodeName]int{},
 		now:       cfg.Clock.Now(),

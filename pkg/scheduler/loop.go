@@ -46,6 +46,20 @@ type Loop struct {
 	// rescheduling that produced a plan, once its actions were applied; a
 	// backend uses it to persist the engine's records.
 	AfterRound func(*Engine, api.Plan)
+	// Observe, if set, receives every rescheduling that computed a plan or
+	// failed, for metrics.
+	Observe func(Round)
+}
+
+// Round is one rescheduling, as Loop.Observe sees it.
+type Round struct {
+	Policy string
+	// Took is the whole round, actions included, by the engine's stopwatch.
+	Took time.Duration
+	RoundTimes
+	Plan api.Plan
+	// Err is set when the policy or the placement failed.
+	Err error
 }
 
 type request struct {
@@ -102,8 +116,10 @@ func (l *Loop) Run(ctx context.Context) error {
 
 // round reschedules and carries out the plan in order.
 func (l *Loop) round(ctx context.Context) error {
+	start := l.engine.stopwatch()
 	plan, err := l.engine.Tick()
 	if err != nil {
+		l.observe(start, plan, err)
 		return err
 	}
 	for _, a := range plan.Actions {
@@ -114,10 +130,19 @@ func (l *Loop) round(ctx context.Context) error {
 			}
 		}
 	}
-	if l.AfterRound != nil && (len(plan.Actions) > 0 || plan.Allocation != nil) {
-		l.AfterRound(l.engine, plan)
+	if len(plan.Actions) > 0 || plan.Allocation != nil {
+		if l.AfterRound != nil {
+			l.AfterRound(l.engine, plan)
+		}
+		l.observe(start, plan, nil)
 	}
 	return nil
+}
+
+func (l *Loop) observe(start time.Time, plan api.Plan, err error) {
+	if l.Observe != nil {
+		l.Observe(Round{Policy: l.engine.Policy(), Took: l.engine.stopwatch().Sub(start), RoundTimes: l.engine.LastRound(), Plan: plan, Err: err})
+	}
 }
 
 // safely turns a panic into an error so one bad round does not take the

@@ -219,3 +219,42 @@ func TestLoopAfterRoundSeesTheAppliedPlan(t *testing.T) {
 		}))
 	})
 }
+
+// Observe sees every round that planned, with the times of its parts by
+// the engine's stopwatch.
+func TestLoopObserveTimesRounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := scheduler.DefaultConfig("gpu", scheduler.SystemClock{})
+		// A stopwatch that advances 1 ms per reading.
+		tick := time.Unix(0, 0)
+		cfg.Stopwatch = func() time.Time { tick = tick.Add(time.Millisecond); return tick }
+		e, err := scheduler.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := scheduler.NewLoop(e, &recorder{start: time.Now()}, scheduler.SystemClock{})
+		var rounds []scheduler.Round
+		l.Observe = func(r scheduler.Round) { rounds = append(rounds, r) }
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { l.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		must(t, l.Send(ctx, scheduler.NodeSet{Node: api.Node{Name: "n1", GPUs: 8}}))
+		synctest.Wait()
+		must(t, l.Send(ctx, job("a", 2, 4)))
+		synctest.Wait()
+		must(t, l.Do(ctx, func(*scheduler.Engine) error {
+			if len(rounds) != 2 {
+				t.Fatalf("%d rounds observed, want 2", len(rounds))
+			}
+			r := rounds[1]
+			// Readings: round start, allocate start/end, place start/end, round end.
+			want := scheduler.Round{Policy: "ElasticFIFO", Took: 5 * time.Millisecond,
+				RoundTimes: scheduler.RoundTimes{Algorithm: time.Millisecond, Placement: time.Millisecond}}
+			if r.Policy != want.Policy || r.Took != want.Took || r.RoundTimes != want.RoundTimes || len(r.Plan.Actions) != 1 || r.Err != nil {
+				t.Errorf("round %+v, want %+v with one action", r, want)
+			}
+			return nil
+		}))
+	})
+}

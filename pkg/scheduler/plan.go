@@ -16,7 +16,10 @@ func (e *Engine) plan() (api.Plan, error) {
 	for _, j := range e.active {
 		snap.Jobs = append(snap.Jobs, j.view())
 	}
+	e.lastRound = RoundTimes{}
+	start := e.stopwatch()
 	res, err := e.policy.Allocate(snap)
+	e.lastRound.Algorithm = e.stopwatch().Sub(start)
 	if err != nil {
 		return api.Plan{}, fmt.Errorf("policy %s: %w", e.policy.Name(), err)
 	}
@@ -41,7 +44,9 @@ func (e *Engine) plan() (api.Plan, error) {
 			in.Current[j.ID] = j.Nodes
 		}
 	}
+	start = e.stopwatch()
 	out, err := placement.Place(in)
+	e.lastRound.Placement = e.stopwatch().Sub(start)
 	if err != nil {
 		return api.Plan{}, fmt.Errorf("placement: %w", err)
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 	"github.com/vodascheduler/voda/pkg/client"
 	"github.com/vodascheduler/voda/pkg/cluster/kube"
+	"github.com/vodascheduler/voda/pkg/metrics"
 	"github.com/vodascheduler/voda/pkg/server"
 )
 
@@ -75,6 +76,7 @@ func TestIntegrationAPI(t *testing.T) {
 	t.Run("Unauthenticated", func(t *testing.T) { testUnauthenticated(t, e) })
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, e) })
 	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, e) })
+	t.Run("SchedulerMetrics", func(t *testing.T) { testSchedulerMetrics(t, e) })
 	t.Run("Examples", func(t *testing.T) { testExamples(t, e) })
 	t.Run("Schedulers", func(t *testing.T) { testSchedulers(t, e) })
 	t.Run("TokenReview", func(t *testing.T) { testTokenReview(t, e) })
@@ -111,8 +113,14 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registry := prometheus.NewRegistry()
+	m, err := metrics.New(registry, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
 	mgr, ctrl, err := kube.NewManager(saCfg, kube.ManagerOptions{
 		Options: kube.Options{
+			Metrics:  m,
 			GPUTypes: []string{testGPUType, examplesType}, RateLimit: 300 * time.Millisecond,
 			SyncPeriod: 2 * time.Second, ConfigNamespace: apiNS, Log: funcr.New(func(string, string) {}, funcr.Options{}),
 		},
@@ -121,7 +129,7 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &apiEnv{env: env, k8s: k8s, ctrl: ctrl, registry: prometheus.NewRegistry(), tlsRegistr: prometheus.NewRegistry()}
+	e := &apiEnv{env: env, k8s: k8s, ctrl: ctrl, registry: registry, tlsRegistr: prometheus.NewRegistry()}
 
 	static, err := server.ParseTokens(strings.NewReader(tokenFile))
 	if err != nil {
@@ -689,3 +697,38 @@ func testCodesDocumented(t *testing.T, reg *prometheus.Registry) {
 func ptr[T any](v T) *T { return &v }
 
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+
+// testSchedulerMetrics reads what the controller's schedulers recorded of
+// the jobs so far from the API's /metrics.
+func testSchedulerMetrics(t *testing.T, e *apiEnv) {
+	code, body := e.call(t, "GET", "/metrics", "", "", "")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	value := func(series string) float64 {
+		for line := range strings.Lines(body) {
+			if name, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok && name == series {
+				var f float64
+				fmt.Sscan(v, &f)
+				return f
+			}
+		}
+		t.Errorf("no series %s in /metrics", series)
+		return -1
+	}
+	// Lifecycle submitted life and life2, started them, and deleted both.
+	for series, atLeast := range map[string]float64{
+		`voda_scheduler_jobs_submitted_total{gpu_type="api-gpu"}`:                      2,
+		`voda_scheduler_actions_total{gpu_type="api-gpu",kind="Start"}`:                2,
+		`voda_scheduler_jobs_deleted_total{gpu_type="api-gpu"}`:                        2,
+		`voda_scheduler_queueing_delay_seconds_count{gpu_type="api-gpu"}`:              2,
+		`voda_scheduler_reschedules_total{algorithm="ElasticFIFO",gpu_type="api-gpu"}`: 2,
+	} {
+		if v := value(series); v < atLeast {
+			t.Errorf("%s = %v, want at least %v", series, v, atLeast)
+		}
+	}
+	if v := value(`voda_scheduler_gpus{gpu_type="api-gpu"}`); v != 8 {
+		t.Errorf("GPUs %v, want 8", v)
+	}
+}

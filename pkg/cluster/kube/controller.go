@@ -18,6 +18,7 @@ import (
 	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/metrics"
 	"github.com/vodascheduler/voda/pkg/scheduler"
 )
 
@@ -48,6 +49,8 @@ type Options struct {
 	ConfigNamespace string
 	// Log receives what the controller does; the zero value discards.
 	Log logr.Logger
+	// Metrics, if set, receives what the schedulers do (Prometheus).
+	Metrics *metrics.Metrics
 }
 
 // Controller runs one engine per GPU type against the API server. Build it

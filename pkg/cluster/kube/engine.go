@@ -68,6 +68,10 @@ func newEngine(c *Controller, t api.GPUType) *engine {
 	e.loop = scheduler.NewLoop(eng, e, scheduler.SystemClock{})
 	e.loop.OnError = func(err error) { c.log.Error(err, "scheduler", "gpuType", t) }
 	e.loop.AfterRound = func(en *scheduler.Engine, _ api.Plan) { e.persistAll(c.runCtx, en) }
+	if m := c.opts.Metrics; m != nil {
+		// On the loop's goroutine, like every use of the engine.
+		e.loop.Observe = func(r scheduler.Round) { m.Round(t, r, eng.Jobs(), eng.GPUs()) }
+	}
 	return e
 }
 
@@ -206,6 +210,9 @@ func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 				return err
 			}
 			e.submitted(tj)
+			if m := e.c.opts.Metrics; m != nil {
+				m.Submitted(e.gpuType)
+			}
 		default:
 			rec := recordOf(tj, time.Now())
 			if err := en.Restore([]scheduler.Job{rec}); err != nil {
@@ -243,6 +250,9 @@ func (e *engine) finish(ctx context.Context, id api.JobID, failed bool, msg stri
 		}
 		e.c.event(id, eventType(failed), reason, words)
 		j, _ := en.Job(id)
+		if m := e.c.opts.Metrics; m != nil {
+			m.Finished(e.gpuType, j, j.Phase, time.Now())
+		}
 		return e.persist(ctx, j, true)
 	})
 }
@@ -252,8 +262,12 @@ func (e *engine) forget(ctx context.Context, id api.JobID) error {
 	e.setKnown(id, false)
 	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
 		delete(e.written, id)
-		if _, ok := en.Job(id); !ok {
+		j, ok := en.Job(id)
+		if !ok {
 			return nil
+		}
+		if m := e.c.opts.Metrics; m != nil && !j.Phase.Final() {
+			m.Deleted(e.gpuType)
 		}
 		return en.Step(scheduler.JobDeleted{ID: id})
 	})

@@ -1,0 +1,114 @@
+package estimator_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/vodascheduler/voda/pkg/estimator"
+)
+
+func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Abs(b) }
+
+// truth is a job whose step takes 2 s at one worker, 10 % serial, 1 % per
+// extra worker.
+var truth = estimator.Fit{OneWorker: 2, Shape: estimator.Shape{Serial: 0.1, Comm: 0.01}}
+
+func TestFitRecoversTheCurveFromThreeCounts(t *testing.T) {
+	e := estimator.New()
+	for _, n := range []int{2, 4, 8} {
+		e.Observe("j", "resnet", estimator.Observation{Workers: n, Seconds: truth.Seconds(n), Weight: 10})
+	}
+	f := e.Estimate("j", "resnet")
+	if f.Counts != 3 || !near(f.OneWorker, 2, 0.02) || !near(f.Shape.Serial, 0.1, 0.1) || !near(f.Shape.Comm, 0.01, 0.3) {
+		t.Fatalf("fit %+v, want T1 2, serial 0.1, comm 0.01", f)
+	}
+	// Counts never observed, one worker included, are predicted.
+	for _, n := range []int{1, 3, 16} {
+		if got, want := f.Seconds(n), truth.Seconds(n); !near(got, want, 0.03) {
+			t.Errorf("T(%d) = %.3f, want %.3f", n, got, want)
+		}
+	}
+	if got := f.Remaining(100); !near(got, 200, 0.02) {
+		t.Errorf("remaining of 100 steps at one worker %.1f, want 200", got)
+	}
+}
+
+// A job seen only at 4 workers: T1 follows from that count through the
+// default shape; no one-worker run is assumed.
+func TestOneCountUsesThePriorShape(t *testing.T) {
+	e := estimator.New()
+	e.Observe("j", "bert", estimator.Observation{Workers: 4, Seconds: 0.5})
+	f := e.Estimate("j", "bert")
+	if f.Shape != estimator.DefaultShape || f.Counts != 1 {
+		t.Fatalf("fit %+v", f)
+	}
+	if !near(f.Seconds(4), 0.5, 1e-9) {
+		t.Errorf("T(4) %.4f, want the observed 0.5", f.Seconds(4))
+	}
+	if s := f.Shape.Speedup(8); !(s > 4 && s < 8) {
+		t.Errorf("default S(8) = %.2f, want sub-linear", s)
+	}
+}
+
+func TestTwoCountsFitTheSerialFraction(t *testing.T) {
+	e := estimator.New()
+	e.Default = estimator.Shape{Serial: 0.3, Comm: 0.01} // wrong serial, right comm
+	for _, n := range []int{2, 8} {
+		e.Observe("j", "c", estimator.Observation{Workers: n, Seconds: truth.Seconds(n)})
+	}
+	f := e.Estimate("j", "c")
+	if !near(f.Shape.Serial, 0.1, 0.06) || !near(f.Seconds(4), truth.Seconds(4), 0.01) {
+		t.Errorf("fit %+v; T(4) %.3f, want %.3f", f, f.Seconds(4), truth.Seconds(4))
+	}
+}
+
+func TestCategoryHistoryStartsNewJobs(t *testing.T) {
+	e := estimator.New()
+	if f := e.Estimate("new", "gpt"); f.Known() || f.Remaining(10) >= 0 || f.Shape != estimator.DefaultShape {
+		t.Fatalf("nothing known yet, got %+v", f)
+	}
+	for _, n := range []int{1, 2, 4} {
+		e.Observe("a", "gpt", estimator.Observation{Workers: n, Seconds: truth.Seconds(n)})
+	}
+	e.Finish("a")
+	f := e.Estimate("b", "gpt")
+	if !f.Known() || !near(f.OneWorker, 2, 0.02) || f.Counts != 0 {
+		t.Errorf("a new job of the category: %+v, want the finished job's T1 2", f)
+	}
+	// Other categories learn nothing from it; forgotten jobs teach nothing.
+	if f := e.Estimate("x", "other"); f.Known() {
+		t.Errorf("another category: %+v", f)
+	}
+	e.Observe("c", "other", estimator.Observation{Workers: 2, Seconds: 9})
+	e.Forget("c")
+	if f := e.Estimate("y", "other"); f.Known() {
+		t.Errorf("a forgotten job taught its category: %+v", f)
+	}
+}
+
+func TestBadObservationsAreIgnored(t *testing.T) {
+	e := estimator.New()
+	for _, o := range []estimator.Observation{
+		{Workers: 0, Seconds: 1}, {Workers: -2, Seconds: 1}, {Workers: 2, Seconds: 0},
+		{Workers: 2, Seconds: -1}, {Workers: 2, Seconds: math.NaN()}, {Workers: 2, Seconds: math.Inf(1)},
+	} {
+		e.Observe("j", "c", o)
+	}
+	if f := e.Estimate("j", "c"); f.Known() || f.Counts != 0 {
+		t.Errorf("bad observations made a fit: %+v", f)
+	}
+	e.Observe("j", "c", estimator.Observation{Workers: 2, Seconds: 1, Weight: math.NaN()})
+	if f := e.Estimate("j", "c"); !f.Known() || math.IsNaN(f.OneWorker) {
+		t.Errorf("a NaN weight: %+v", f)
+	}
+}
+
+func BenchmarkEstimateThreeCounts(b *testing.B) {
+	e := estimator.New()
+	i := 0
+	for b.Loop() {
+		i++
+		e.Observe("j", "c", estimator.Observation{Workers: 2 + i%3, Seconds: truth.Seconds(2 + i%3)})
+		_ = e.Estimate("j", "c")
+	}
+}

@@ -92,6 +92,9 @@ func run(traces, out, plots string) error {
 	for _, p := range algorithm.Names() {
 		for _, w := range workloads["1.0"] {
 			jobs = append(jobs, job{runKey{"voda", "1.0", p}, vodaConfig(p), w})
+			est := artifactConfig(p)
+			est.Information = simulator.InfoEstimated
+			jobs = append(jobs, job{runKey{"estimated", "1.0", p}, est, w})
 		}
 	}
 	results := make([]simulator.Result, len(jobs))
@@ -293,6 +296,37 @@ Tiresias settings (3 600 GPU-s since the last start, promotion after waiting
 		a := aggregate(byKey[runKey{"voda", "1.0", p}])
 		fmt.Fprintf(w, "| %s | %.0f s | %.0f s | %s | %.0f%% | %.0f%% | %.2f | %.2f | %.2f |\n",
 			p, a.avg, a.p99, hours(a.makespan), 100*a.util, 100*a.eff, a.rescales, a.restarts, a.avg/a.bound)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprint(w, `## Estimated information at 1.0× load
+
+Pollux-artifact conditions as above, but the policies see the estimator's
+remaining time and speedup curve (pkg/estimator, docs/estimator.md)
+instead of the true ones: every minute each running job reports its step
+time at its current size, as a training script reports each epoch. The
+estimator's error is that of the remaining time at one GPU (what SRJF and
+AFS-L rank by, and the scale of every speedup-driven decision) after a
+job's 1st, 3rd and 10th report, pooled over the workloads' jobs.
+
+`)
+	fmt.Fprintln(w, "| Policy | avg JCT, oracle | avg JCT, estimated | change | error after 1 report (median / p90) | after 3 | after 10 |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+	for _, p := range algorithm.Names() {
+		o, e := aggregate(byKey[runKey{"artifact", "1.0", p}]), aggregate(byKey[runKey{"estimated", "1.0", p}])
+		row := fmt.Sprintf("| %s | %.0f s | %.0f s | %+.1f%% |", p, o.avg, e.avg, 100*(e.avg/o.avg-1))
+		for _, k := range simulator.EstimateCheckpoints {
+			var errs []float64
+			for _, r := range byKey[runKey{"estimated", "1.0", p}] {
+				errs = append(errs, r.EstimateErrors[k]...)
+			}
+			slices.Sort(errs)
+			if len(errs) == 0 {
+				row += " – |"
+				continue
+			}
+			row += fmt.Sprintf(" %.0f%% / %.0f%% (%d jobs) |", 100*simulator.Percentile(errs, 50), 100*simulator.Percentile(errs, 90), len(errs))
+		}
+		fmt.Fprintln(w, row)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprint(w, `## Plots

@@ -20,6 +20,7 @@ import (
 
 type simulateFlags struct {
 	workload, profiles, policies, baseline string
+	information                            string
 	nodes, gpusPerNode, jobs               int
 	restartDelay, rateLimit, interval      time.Duration
 	load                                   float64
@@ -69,6 +70,7 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
 	fl.IntVar(&f.jobs, "jobs", 160, "jobs in the synthetic workload")
 	fl.Float64Var(&f.load, "load", 1.0, "synthetic arrival rate relative to 20 jobs/hour")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the synthetic workload")
+	fl.StringVar(&f.information, "information", "oracle", "what policies know of speedup and remaining time: oracle (true values) or estimated (the estimator's, from the step times jobs report)")
 	fl.StringVar(&f.output, "output", "table", "output format: table, json or csv")
 	fl.StringVar(&f.perJob, "per-job", "", "also write one CSV row per job to this file")
 	fl.StringVar(&f.plot, "plot", "", "also write SVG plots (JCT CDF, GPUs allocated over time) into this directory")
@@ -158,7 +160,7 @@ func prepareSimulation(cmd *cobra.Command, f *simulateFlags) (*simulation, error
 	s := &simulation{catalog: simulator.ModelCatalog(cat)}
 	for _, p := range policies {
 		cfg := simulator.Config{Policy: p, Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, RestartDelay: f.restartDelay,
-			RateLimit: f.rateLimit, Interval: f.interval, Tiresias: tiresias}
+			RateLimit: f.rateLimit, Interval: f.interval, Tiresias: tiresias, Information: f.information}
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("invalid flags: %w", err)
 		}

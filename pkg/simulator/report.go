@@ -44,6 +44,18 @@ type Mean struct {
 type Report struct {
 	Results []Summary `json:"results"`
 	Mean    []Mean    `json:"mean"`
+	// Estimates is the estimator's accuracy per run with estimated
+	// information; the table shows it, the JSON contract does not.
+	Estimates []EstimateAccuracy `json:"-"`
+}
+
+// EstimateAccuracy is, for one run, the relative error of the estimated
+// remaining time at one GPU after 1, 3 and 10 reports: median and p90 over
+// the jobs that made that many.
+type EstimateAccuracy struct {
+	Policy, Workload string
+	Median, P90      [3]float64
+	Jobs             [3]int
 }
 
 // Summarise computes a run's metrics.
@@ -119,6 +131,20 @@ func NewReport(results []Result) Report {
 		m.Makespan += s.Makespan
 		m.LowerBound += s.LowerBound
 	}
+	for _, r := range results {
+		if r.EstimateErrors == nil {
+			continue
+		}
+		a := EstimateAccuracy{Policy: r.Policy, Workload: r.Workload}
+		for i, k := range EstimateCheckpoints {
+			errs := slices.Sorted(slices.Values(r.EstimateErrors[k]))
+			a.Jobs[i] = len(errs)
+			if len(errs) > 0 {
+				a.Median[i], a.P90[i] = Percentile(errs, 50), Percentile(errs, 90)
+			}
+		}
+		rep.Estimates = append(rep.Estimates, a)
+	}
 	for i := range rep.Mean {
 		m := &rep.Mean[i]
 		n := float64(m.Workloads)
@@ -147,6 +173,21 @@ func (rep Report) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(rep.Estimates) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ESTIMATOR ERROR (remaining time at one GPU)	WORKLOAD	AFTER 1 REPORT (median, p90)	AFTER 3	AFTER 10	")
+		for _, a := range rep.Estimates {
+			fmt.Fprintf(tw, "%s	%s", a.Policy, a.Workload)
+			for i := range a.Jobs {
+				fmt.Fprintf(tw, "	%.0f%%, %.0f%% (%d jobs)", 100*a.Median[i], 100*a.P90[i], a.Jobs[i])
+			}
+			fmt.Fprintln(tw, "	")
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(rep.Results) == len(rep.Mean) {
 		return nil

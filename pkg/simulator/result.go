@@ -12,7 +12,7 @@ import (
 )
 
 func (r *run) result() Result {
-	res := Result{Policy: r.engine.Policy(), Workload: r.w.Name, GPUs: r.cfg.Nodes * r.cfg.GPUsPerNode, Timeline: r.tl}
+	res := Result{Policy: r.engine.Policy(), Workload: r.w.Name, GPUs: r.cfg.Nodes * r.cfg.GPUsPerNode, Timeline: r.tl, EstimateErrors: r.estErr}
 	first, last := math.Inf(1), 0.0
 	for _, j := range r.engine.Jobs() {
 		ji := r.info[j.ID]

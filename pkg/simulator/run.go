@@ -3,12 +3,15 @@ package simulator
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/cluster/sim"
+	"github.com/vodascheduler/voda/pkg/estimator"
 	"github.com/vodascheduler/voda/pkg/scheduler"
 )
 
@@ -24,7 +27,17 @@ type Config struct {
 	// events (the Pollux artifact uses 60 s).
 	Interval time.Duration
 	Tiresias algorithm.TiresiasConfig
+	// Information is what policies know of jobs' speedup and remaining
+	// time: InfoOracle (the true values; the default) or InfoEstimated
+	// (pkg/estimator's, from the step times jobs report as they run).
+	Information string
 }
+
+// The kinds of information policies get.
+const (
+	InfoOracle    = "oracle"
+	InfoEstimated = "estimated"
+)
 
 // Validate reports configuration errors in user terms.
 func (c Config) Validate() error {
@@ -49,6 +62,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Tiresias.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Information != "" && c.Information != InfoOracle && c.Information != InfoEstimated {
+		errs = append(errs, fmt.Errorf("information %q: want %s or %s", c.Information, InfoOracle, InfoEstimated))
 	}
 	return errors.Join(errs...)
 }
@@ -87,7 +103,15 @@ type Result struct {
 	UsefulGPUSeconds float64
 	LowerBound       float64
 	WallSeconds      float64
+	// EstimateErrors, with estimated information, holds per number of
+	// reports (1, 3, 10) the relative errors of every job's estimated
+	// remaining time at one GPU once it had made that many reports.
+	EstimateErrors map[int][]float64
 }
+
+// EstimateCheckpoints are the numbers of reports after which the
+// estimator's accuracy is recorded.
+var EstimateCheckpoints = []int{1, 3, 10}
 
 // epoch anchors virtual time; any fixed instant would do.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -134,6 +158,12 @@ type run struct {
 	finish   map[api.JobID]float64
 	tl       []Point
 	nextTick time.Time
+
+	// With estimated information: the estimator, each job's number of
+	// reports, and the errors at the checkpoints.
+	est     *estimator.Estimator
+	reports map[api.JobID]int
+	estErr  map[int][]float64
 }
 
 func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
@@ -150,6 +180,9 @@ func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
 		return nil, err
 	}
 	r.engine = e
+	if cfg.Information == InfoEstimated {
+		r.est, r.reports, r.estErr = estimator.New(), map[api.JobID]int{}, map[int][]float64{}
+	}
 	for i := range cfg.Nodes {
 		n := api.Node{Name: api.NodeName(fmt.Sprintf("node-%03d", i)), GPUs: cfg.GPUsPerNode}
 		if err := e.Step(scheduler.NodeSet{Node: n}); err != nil {
@@ -275,6 +308,9 @@ func (r *run) finishJobs(t time.Time) error {
 		if err := r.engine.Step(scheduler.JobCompleted{ID: id}); err != nil {
 			return err
 		}
+		if r.est != nil {
+			r.est.Finish(string(id))
+		}
 		r.finish[id] = r.seconds(t)
 		delete(r.live, id)
 		r.done++
@@ -298,6 +334,10 @@ func (r *run) arrive(t time.Time) error {
 		}
 		ev := scheduler.JobSubmitted{ID: api.JobID(j.Name), Spec: ji.spec,
 			Remaining: ji.steps * ji.oneGPU, Speedup: ji.speedup}
+		if r.est != nil {
+			fit := r.est.Estimate(j.Name, j.Model)
+			ev.Remaining, ev.Speedup = fit.Remaining(ji.steps), speedupOf(fit)
+		}
 		if err := r.engine.Step(ev); err != nil {
 			return err
 		}
@@ -316,7 +356,11 @@ func (r *run) maybeSchedule(t time.Time) error {
 	} else if due, ok := r.engine.Due(); !ok || due.After(t) {
 		return nil
 	}
-	if readsRemaining(r.engine.Policy()) {
+	if r.est != nil {
+		if err := r.estimate(t); err != nil {
+			return err
+		}
+	} else if readsRemaining(r.engine.Policy()) {
 		// Oracle information: the true remaining time at one GPU. The
 		// order of these updates does not matter.
 		for id, ji := range r.live {
@@ -339,6 +383,39 @@ func (r *run) maybeSchedule(t time.Time) error {
 		r.record(t)
 	}
 	return nil
+}
+
+// estimate has every running job report its step time at its current
+// size, and gives the policies the estimator's remaining time and speedup
+// curve for every live job.
+func (r *run) estimate(t time.Time) error {
+	for _, id := range slices.Sorted(maps.Keys(r.live)) {
+		ji := r.live[id]
+		if r.cluster.Productive(id, t) {
+			n, _ := r.cluster.Workers(id)
+			r.est.Observe(ji.Name, ji.Model, estimator.Observation{Workers: n, Seconds: r.cluster.StepSeconds(id)})
+			r.reports[id]++
+			fit := r.est.Estimate(ji.Name, ji.Model)
+			if slices.Contains(EstimateCheckpoints, r.reports[id]) && fit.Known() {
+				r.estErr[r.reports[id]] = append(r.estErr[r.reports[id]], math.Abs(fit.OneWorker-ji.oneGPU)/ji.oneGPU)
+			}
+		}
+		fit := r.est.Estimate(ji.Name, ji.Model)
+		rem := fit.Remaining(r.cluster.Remaining(id, t))
+		if rem >= 0 {
+			rem = max(rem, 1e-9)
+		}
+		if err := r.engine.Step(scheduler.Progress{ID: id, Remaining: rem, Speedup: speedupOf(fit)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// speedupOf is a fit's curve as policies take it.
+func speedupOf(f estimator.Fit) algorithm.Speedup {
+	sh := f.Shape
+	return sh.Speedup
 }
 
 // readsRemaining reports whether a policy looks at remaining time.

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -95,11 +96,12 @@ func TestRunIsDeterministic(t *testing.T) {
 	}
 	w := workload(jobs...)
 	for _, p := range algorithm.Names() {
-		a, err := Run(config(p), w, cat)
+		cfg := config(p)
+		a, err := Run(cfg, w, cat)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		b, err := Run(config(p), w, cat)
+		b, err := Run(cfg, w, cat)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,6 +115,45 @@ func TestRunIsDeterministic(t *testing.T) {
 	}
 }
 
+// With estimated information, runs are deterministic too, every job
+// reports, and the estimator's errors are recorded at the checkpoints.
+func TestEstimatedInformation(t *testing.T) {
+	var jobs []Job
+	for i := range 30 {
+		jobs = append(jobs, Job{Name: fmt.Sprintf("j%02d", i), Model: []string{"toy", "big"}[i%2],
+			GPUs: 1 + i%4, Batch: 1, Submit: time.Duration(i*37%300) * time.Second})
+	}
+	w := workload(jobs...)
+	for _, p := range algorithm.Names() {
+		cfg := config(p)
+		cfg.Interval, cfg.Information = time.Minute, InfoEstimated
+		a, err := Run(cfg, w, cat)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		b, err := Run(cfg, w, cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(a, b); diff != "" {
+			t.Fatalf("%s: two runs differ (-first,+second):\n%s", p, diff)
+		}
+		if len(a.Jobs) != 30 || len(a.EstimateErrors[1]) == 0 {
+			t.Errorf("%s: %d jobs, %d errors after one report", p, len(a.Jobs), len(a.EstimateErrors[1]))
+		}
+		for k, errs := range a.EstimateErrors {
+			for _, e := range errs {
+				if !(e >= 0) || math.IsInf(e, 0) {
+					t.Errorf("%s: error %v after %d reports", p, e, k)
+				}
+			}
+		}
+		if oracle, _ := Run(config(p), w, cat); oracle.EstimateErrors != nil {
+			t.Errorf("%s: oracle runs record estimator errors", p)
+		}
+	}
+}
+
 func TestJobTooBigForTheClusterIsAnError(t *testing.T) {
 	_, err := Run(config("FIFO"), workload(Job{Name: "huge", Model: "toy", GPUs: 9, Batch: 1}), cat)
 	if err == nil || !strings.Contains(err.Error(), "requests 9 GPUs, the cluster has 8") {
@@ -122,9 +163,9 @@ func TestJobTooBigForTheClusterIsAnError(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	bad := config("FIFO")
-	bad.Nodes, bad.GPUsPerNode, bad.RestartDelay, bad.Policy = 0, 0, -time.Second, "nope"
+	bad.Nodes, bad.GPUsPerNode, bad.RestartDelay, bad.Policy, bad.Information = 0, 0, -time.Second, "nope", "psychic"
 	err := bad.Validate()
-	for _, want := range []string{"nodes is 0", "gpus per node is 0", "restart delay -1s", `unknown policy "nope"`} {
+	for _, want := range []string{"nodes is 0", "gpus per node is 0", "restart delay -1s", `unknown policy "nope"`, `information "psychic": want oracle or estimated`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not mention %q", err, want)
 		}

@@ -119,6 +119,7 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
 	f.DurationVar(&o.SyncPeriod, "status-sync", kube.DefaultSyncPeriod, "how often every job's time counters are written to its status")
 	f.Float32Var(&qps, "kube-api-qps", 50, "requests per second to the API server, sustained")
 	f.IntVar(&burst, "kube-api-burst", 100, "requests to the API server in a burst")
+	f.StringVar(&o.ProgressURL, "progress-url", "", "base URL of the REST API as the jobs' pods reach it (e.g. http://voda.voda-system:8088); when set, every job's pods get VODA_PROGRESS_URL and VODA_PROGRESS_TOKEN to report their epochs, from which speedup and remaining time are estimated")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
 	api.add(f)
 	return cmd

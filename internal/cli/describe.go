@@ -104,6 +104,19 @@ func describeJob(w io.Writer, tj *v1alpha1.TrainingJob, events []rest.Event, at 
 		remaining = "-"
 	}
 	line("Remaining", remaining)
+	if p := st.Progress; p != nil {
+		of := ""
+		if s.Epochs > 0 {
+			of = fmt.Sprintf(" of %d", s.Epochs)
+		}
+		var times []string
+		for _, et := range p.EpochTimes {
+			times = append(times, fmt.Sprintf("%s at %d workers", (time.Duration(et.Millis)*time.Millisecond).Round(100*time.Millisecond), et.Workers))
+		}
+		line("Progress", fmt.Sprintf("epoch %d%s, %d reports; epoch time %s", p.Epoch, of, p.Reports, strings.Join(times, ", ")))
+	} else if !phase.Final() {
+		line("Progress", "no reports yet")
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -152,6 +152,19 @@ func (e *Estimator) Observe(id, category string, o Observation) {
 	j.stale = true
 }
 
+// Replace sets a job's observations to obs, dropping what it had: for a
+// caller that keeps the sums itself (the controller keeps them in the
+// TrainingJob status, so that they survive restarts).
+func (e *Estimator) Replace(id, category string, obs []Observation) {
+	j := e.job(id, category)
+	j.category = category
+	clear(j.perCount)
+	j.stale = true
+	for _, o := range obs {
+		e.Observe(id, category, o)
+	}
+}
+
 // Estimate returns the current fit of a job: from its observations, its
 // category's history and the default, in that order.
 func (e *Estimator) Estimate(id, category string) Fit {

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -28,6 +29,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,6 +77,7 @@ func TestIntegrationAPI(t *testing.T) {
 	t.Run("Public", func(t *testing.T) { testPublic(t, e) })
 	t.Run("Unauthenticated", func(t *testing.T) { testUnauthenticated(t, e) })
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, e) })
+	t.Run("Progress", func(t *testing.T) { testProgress(t, e) })
 	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, e) })
 	t.Run("SchedulerMetrics", func(t *testing.T) { testSchedulerMetrics(t, e) })
 	t.Run("Examples", func(t *testing.T) { testExamples(t, e) })
@@ -118,11 +121,20 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The static-token server's address is chosen first: the controller
+	// tells the jobs' pods where to report progress.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiAddr := ln.Addr().String()
+	ln.Close()
 	mgr, ctrl, err := kube.NewManager(saCfg, kube.ManagerOptions{
 		Options: kube.Options{
 			Metrics:  m,
 			GPUTypes: []string{testGPUType, examplesType}, RateLimit: 300 * time.Millisecond,
 			SyncPeriod: 2 * time.Second, ConfigNamespace: apiNS, Log: funcr.New(func(string, string) {}, funcr.Options{}),
+			ProgressURL: "http://" + apiAddr,
 		},
 		Namespace: apiNS, MetricsAddr: "0", HealthAddr: "0",
 	})
@@ -147,7 +159,7 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	ready := func(scheme string) func(net.Addr) {
 		return func(a net.Addr) { addr <- scheme + "://" + a.String() }
 	}
-	if err := mgr.Add(&server.Listener{Addr: "127.0.0.1:0", Handler: s.Handler(), Ready: ready("http")}); err != nil {
+	if err := mgr.Add(&server.Listener{Addr: apiAddr, Handler: s.Handler(), Ready: ready("http")}); err != nil {
 		t.Fatal(err)
 	}
 	// The second server trusts the API server's TokenReview and makes the
@@ -730,5 +742,125 @@ func testSchedulerMetrics(t *testing.T, e *apiEnv) {
 	}
 	if v := value(`voda_scheduler_gpus{gpu_type="api-gpu"}`); v != 8 {
 		t.Errorf("GPUs %v, want 8", v)
+	}
+}
+
+// testProgress has a running job report epochs with the token the
+// controller put in its pods, and sees the estimate reach its status.
+func testProgress(t *testing.T, e *apiEnv) {
+	ctx := context.Background()
+	alice := e.client(t, "alice")
+	if _, err := alice.CreateJob(ctx, []byte(tj("reporter", "epochs: 3", "epochs: 10"))); err != nil {
+		t.Fatal(err)
+	}
+	defer alice.DeleteJob(ctx, "reporter")
+	// The MPIJob's launcher carries the URL and the token.
+	var url, token string
+	eventually(t, time.Minute, "the MPIJob exists with the progress environment", func() (bool, error) {
+		u, err := e.env.Dynamic.Resource(testenv.MPIJobGVR).Namespace(apiNS).Get(ctx, "reporter", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		env, _, _ := unstructured.NestedSlice(u.Object, "spec", "mpiReplicaSpecs", "Launcher", "template", "spec", "containers")
+		for _, c := range env {
+			vars, _, _ := unstructured.NestedSlice(c.(map[string]any), "env")
+			for _, v := range vars {
+				m := v.(map[string]any)
+				switch m["name"] {
+				case "VODA_PROGRESS_URL":
+					url = m["value"].(string)
+				case "VODA_PROGRESS_TOKEN":
+					token = m["value"].(string)
+				}
+			}
+		}
+		return url != "" && token != "", nil
+	})
+	if want := e.url + "/api/v1/jobs/reporter/progress"; url != want {
+		t.Fatalf("VODA_PROGRESS_URL %q, want %q", url, want)
+	}
+	post := func(tok, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		var re rest.Error
+		if resp.StatusCode >= 400 && json.Unmarshal(data, &re) == nil {
+			return resp.StatusCode, re.Error
+		}
+		return resp.StatusCode, string(data)
+	}
+	for _, c := range []struct {
+		tok, body string
+		code      int
+		want      string
+	}{
+		{"", `{"epoch":1,"epochSeconds":40,"workers":4}`, 401, "no bearer token"},
+		{"forged", `{"epoch":1,"epochSeconds":40,"workers":4}`, 401, "the token is not job reporter's"},
+		{tokens["alice"], `{"epoch":1,"epochSeconds":40,"workers":4}`, 401, "the token is not job reporter's"},
+		{token, `{"epoch":0,"epochSeconds":40,"workers":4}`, 400, "epoch is 0"},
+		{token, `{"epoch":1,"workers":4}`, 400, "no epoch time"},
+		{token, `{"epoch":1,"epochSeconds":40,"workers":0}`, 400, "workers is 0"},
+		{token, `{"epoch":1,"epochSeconds":-4,"workers":4}`, 400, "epochSeconds is -4"},
+		{token, `{"epoch":1,"epochSeconds":40,"workers":4,"gpus":4}`, 400, `unknown field "gpus"`},
+		{token, `not json`, 400, "not a progress report"},
+	} {
+		if code, msg := post(c.tok, c.body); code != c.code || !strings.Contains(msg, c.want) {
+			t.Errorf("POST %s: %d %s, want %d saying %q", c.body, code, msg, c.code, c.want)
+		}
+	}
+	// A token is good for its own job only.
+	if code, _ := e.call(t, "POST", "/api/v1/jobs/life/progress", "", "application/json", `{"epoch":1,"epochSeconds":1,"workers":1}`); code != 401 {
+		t.Errorf("reporting for another job without its token: %d", code)
+	}
+	for _, r := range []string{
+		`{"epoch":1,"epochSeconds":40,"workers":4}`,
+		`{"epoch":2,"stepSeconds":0.2,"steps":200,"workers":4}`,
+	} {
+		if code, msg := post(token, r); code != 200 {
+			t.Fatalf("report %s: %d %s", r, code, msg)
+		}
+	}
+	// Epoch times 40 s at 4 workers; with the default shape T1 ≈ 40/f(4);
+	// 8 epochs remain of 10.
+	eventually(t, 30*time.Second, "the estimate reaches the status", func() (bool, error) {
+		j, err := alice.GetJob(ctx, "reporter")
+		if err != nil {
+			return false, err
+		}
+		if j.Status.Progress == nil || j.Status.RemainingSeconds == nil {
+			return false, fmt.Errorf("progress %+v, remaining %v", j.Status.Progress, j.Status.RemainingSeconds)
+		}
+		p := j.Status.Progress
+		want := 8 * 40 / (0.05 + 0.95/4 + 0.005*3)
+		got := float64(*j.Status.RemainingSeconds)
+		return p.Epoch == 2 && p.Reports == 2 && len(p.EpochTimes) == 1 && p.EpochTimes[0].Millis == 40000 &&
+			got > 0.99*want && got < 1.01*want, fmt.Errorf("progress %+v, remaining %v s, want ≈%.0f", p, got, want)
+	})
+	// The Python reporter of examples/, as a training script would call it.
+	if py, err := exec.LookPath("python3"); err != nil {
+		t.Log("python3 not installed: the example reporter is not exercised")
+	} else {
+		cmd := exec.Command(py, "../../examples/progress/voda_progress.py", "3", "55.5", "2")
+		cmd.Env = append(os.Environ(), "VODA_PROGRESS_URL="+url, "VODA_PROGRESS_TOKEN="+token)
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), `"epoch": 3`) {
+			t.Errorf("voda_progress.py: %v\n%s", err, out)
+		}
+		j, err := alice.GetJob(ctx, "reporter")
+		if err != nil || j.Status.Progress.Epoch != 3 || len(j.Status.Progress.EpochTimes) != 2 || j.Status.Progress.EpochTimes[0].Millis != 55500 {
+			t.Errorf("after the Python report: %v %+v", err, j.Status.Progress)
+		}
+	}
+	code, out := e.voda(t, "alice", "describe", "job", "reporter")
+	if code != 0 || !regexpMatch(`Remaining: +\d+m\d+s at one GPU \(estimate\)`, out) || !regexpMatch(`Progress: +epoch [23] of 10, [23] reports; epoch time .*40s at 4 workers`, out) {
+		t.Errorf("describe: %d\n%s", code, out)
 	}
 }

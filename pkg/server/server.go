@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -70,6 +71,9 @@ type Server struct {
 	handler  http.Handler
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+
+	keyMu sync.Mutex
+	key   []byte // the progress tokens' key, once read
 }
 
 // route is one operation of the API.
@@ -140,6 +144,8 @@ func (s *Server) routes() []route {
 		{method: http.MethodGet, pattern: "/api/v1/jobs/{name}", h: s.getJob},
 		{method: http.MethodDelete, pattern: "/api/v1/jobs/{name}", h: s.deleteJob},
 		{method: http.MethodGet, pattern: "/api/v1/jobs/{name}/events", h: s.jobEvents},
+		// Authenticated by the job's own token, not a user's.
+		{method: http.MethodPost, pattern: "/api/v1/jobs/{name}/progress", public: true, h: s.postProgress},
 		{method: http.MethodGet, pattern: "/api/v1/schedulers", h: s.listSchedulers},
 		{method: http.MethodPut, pattern: "/api/v1/schedulers/{gpuType}", h: s.putScheduler},
 		{method: http.MethodGet, pattern: "/api/v1/version", public: true, h: s.version},

@@ -18,7 +18,9 @@ import (
 	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/estimator"
 	"github.com/vodascheduler/voda/pkg/metrics"
+	"github.com/vodascheduler/voda/pkg/progress"
 	"github.com/vodascheduler/voda/pkg/scheduler"
 )
 
@@ -51,6 +53,11 @@ type Options struct {
 	Log logr.Logger
 	// Metrics, if set, receives what the schedulers do (Prometheus).
 	Metrics *metrics.Metrics
+	// ProgressURL, if set, is the REST API's base URL as the jobs' pods
+	// reach it: every job's pods get VODA_PROGRESS_URL and a
+	// VODA_PROGRESS_TOKEN to report their epochs with. It needs
+	// ConfigNamespace, where the tokens' key is kept.
+	ProgressURL string
 }
 
 // Controller runs one engine per GPU type against the API server. Build it
@@ -66,6 +73,16 @@ type Controller struct {
 	// reconcilers wait for it.
 	ready  chan struct{}
 	runCtx context.Context
+
+	// reader reads around the cache (the progress key's Secret).
+	reader client.Reader
+	// progressKey signs the jobs' progress tokens; nil without ProgressURL.
+	progressKey []byte
+	// est learns speedup and remaining time from progress reports; guarded
+	// by estMu, with the number of reports it has seen of each job.
+	estMu   sync.Mutex
+	est     *estimator.Estimator
+	learned map[api.JobID]int32
 
 	mu        sync.Mutex
 	overrides map[api.GPUType]settings
@@ -92,12 +109,18 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 	if opts.SyncPeriod <= 0 {
 		opts.SyncPeriod = DefaultSyncPeriod
 	}
+	if opts.ProgressURL != "" && opts.ConfigNamespace == "" {
+		return nil, errors.New("a progress URL needs a settings namespace for the tokens' key")
+	}
 	return &Controller{
 		opts: opts, client: c, cache: ca, recorder: r, log: opts.Log,
 		ready:    make(chan struct{}),
 		engines:  map[api.GPUType]*engine{},
 		nodes:    map[string]nodeInfo{},
 		jobTypes: map[api.JobID]api.GPUType{},
+		reader:   c,
+		est:      estimator.New(),
+		learned:  map[api.JobID]int32{},
 	}, nil
 }
 
@@ -119,6 +142,11 @@ func (c *Controller) Start(ctx context.Context) error {
 	c.mu.Lock()
 	c.overrides = overrides
 	c.mu.Unlock()
+	if c.opts.ProgressURL != "" {
+		if c.progressKey, err = progress.Key(ctx, c.reader, c.client, c.opts.ConfigNamespace); err != nil {
+			return err
+		}
+	}
 	if err := c.restore(ctx); err != nil {
 		return err
 	}

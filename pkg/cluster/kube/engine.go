@@ -249,6 +249,7 @@ func (e *engine) finish(ctx context.Context, id api.JobID, failed bool, msg stri
 			return err
 		}
 		e.c.event(id, eventType(failed), reason, words)
+		e.c.finished(id, !failed)
 		j, _ := en.Job(id)
 		if m := e.c.opts.Metrics; m != nil {
 			m.Finished(e.gpuType, j, j.Phase, time.Now())
@@ -262,6 +263,7 @@ func (e *engine) forget(ctx context.Context, id api.JobID) error {
 	e.setKnown(id, false)
 	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
 		delete(e.written, id)
+		e.c.finished(id, false)
 		j, ok := en.Job(id)
 		if !ok {
 			return nil

@@ -106,6 +106,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, *Controlle
 	if err != nil {
 		return nil, nil, err
 	}
+	c.reader = mgr.GetAPIReader()
 	if err := c.Setup(mgr); err != nil {
 		return nil, nil, err
 	}

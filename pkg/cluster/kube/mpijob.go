@@ -29,7 +29,10 @@ func newMPIJobObject() *unstructured.Unstructured {
 // workers: the user's template plus Voda's label, the placement gate and one
 // GPU per worker. It has the TrainingJob as controlling owner, so deleting
 // the TrainingJob deletes it.
-func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32) (*unstructured.Unstructured, error) {
+//
+// env, if any, is added to every container of the launcher and the workers
+// (the progress URL and token).
+func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, env ...corev1.EnvVar) (*unstructured.Unstructured, error) {
 	t := tj.Spec.Template.MPIJob
 	if t == nil {
 		return nil, fmt.Errorf("training job %s/%s has no template.mpiJob", tj.Namespace, tj.Name)
@@ -37,6 +40,11 @@ func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32) (*unstructured.Unstruc
 	worker := workerTemplate(tj.Name, t.Worker)
 	launcher := t.Launcher.DeepCopy()
 	addLabel(&launcher.ObjectMeta, v1alpha1.JobLabel, tj.Name)
+	for _, spec := range []*corev1.PodSpec{&worker.Spec, &launcher.Spec} {
+		for i := range spec.Containers {
+			spec.Containers[i].Env = append(spec.Containers[i].Env, env...)
+		}
+	}
 
 	wt, err := runtime.DefaultUnstructuredConverter.ToUnstructured(worker)
 	if err != nil {

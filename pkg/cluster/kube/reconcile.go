@@ -192,6 +192,9 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 	if tj.Status.Phase.Final() {
 		return reconcile.Result{}, nil
 	}
+	if err := e.learn(ctx, &tj); err != nil {
+		return reconcile.Result{}, err
+	}
 	mpi := newMPIJobObject()
 	switch err := c.client.Get(ctx, req.NamespacedName, mpi); {
 	case apierrors.IsNotFound(err):
@@ -274,7 +277,7 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 		return fmt.Errorf("status of %s/%s runs %d workers but places %d", tj.Namespace, tj.Name, n, len(placement))
 	}
 	if mpi == nil {
-		u, err := buildMPIJob(tj, n)
+		u, err := buildMPIJob(tj, n, c.progressEnv(tj)...)
 		if err != nil {
 			return err
 		}

@@ -135,8 +135,9 @@ func sameDecision(a, b v1alpha1.TrainingJobStatus) bool {
 	return reflect.DeepEqual(strip(a), strip(b))
 }
 
-// statusPatch is a JSON merge patch that sets the whole status: fields that
-// are empty in s are removed rather than left as they were.
+// statusPatch is a JSON merge patch that sets the whole status but the
+// progress reports: fields that are empty in s are removed rather than left
+// as they were.
 func statusPatch(s v1alpha1.TrainingJobStatus) ([]byte, error) {
 	data, err := json.Marshal(s)
 	if err != nil {
@@ -149,7 +150,8 @@ func statusPatch(s v1alpha1.TrainingJobStatus) ([]byte, error) {
 	t := reflect.TypeOf(s)
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if _, ok := m[name]; !ok {
+		// Progress is the REST API's to write (the jobs' reports).
+		if _, ok := m[name]; !ok && name != "progress" {
 			m[name] = nil
 		}
 	}

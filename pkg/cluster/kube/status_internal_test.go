@@ -88,6 +88,10 @@ func TestStatusPatchClears(t *testing.T) {
 			t.Errorf("patch %s: %s is %v, want null", data, k, v)
 		}
 	}
+	// The jobs' progress reports are the REST API's: left as they are.
+	if _, ok := s["progress"]; ok {
+		t.Errorf("patch %s touches progress", data)
+	}
 }
 
 func TestSameDecisionIgnoresCounters(t *testing.T) {

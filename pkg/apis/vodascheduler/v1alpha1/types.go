@@ -235,4 +235,36 @@ type TrainingJobStatus struct {
 	// known.
 	// +optional
 	RemainingSeconds *int64 `json:"remainingSeconds,omitempty"`
+	// Progress is what the job reported of its training
+	// (POST /api/v1/jobs/{name}/progress); the estimator learns from it.
+	// +optional
+	Progress *TrainingProgress `json:"progress,omitempty"`
+}
+
+// TrainingProgress sums up a job's progress reports.
+type TrainingProgress struct {
+	// Epoch is the number of epochs done, as last reported.
+	Epoch int32 `json:"epoch"`
+	// Reports counts the reports received.
+	Reports int32 `json:"reports"`
+	// LastReportTime is when the last report arrived.
+	// +optional
+	LastReportTime *metav1.Time `json:"lastReportTime,omitempty"`
+	// EpochTimes is the mean epoch time at each worker count reported.
+	// +optional
+	// +listType=map
+	// +listMapKey=workers
+	EpochTimes []EpochTime `json:"epochTimes,omitempty"`
+}
+
+// EpochTime is the mean time of an epoch at a worker count.
+type EpochTime struct {
+	// +kubebuilder:validation:Minimum=1
+	Workers int32 `json:"workers"`
+	// Millis is the mean epoch time in milliseconds.
+	// +kubebuilder:validation:Minimum=1
+	Millis int64 `json:"millis"`
+	// Epochs is how many epochs the mean is over.
+	// +kubebuilder:validation:Minimum=1
+	Epochs int32 `json:"epochs"`
 }

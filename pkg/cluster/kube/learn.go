@@ -1,0 +1,85 @@
+package kube
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/estimator"
+	"github.com/vodascheduler/voda/pkg/progress"
+	"github.com/vodascheduler/voda/pkg/scheduler"
+)
+
+// progressEnv is what a job's pods need to report their progress: the URL
+// and the job's token. Empty without a progress URL.
+func (c *Controller) progressEnv(tj *v1alpha1.TrainingJob) []corev1.EnvVar {
+	if c.opts.ProgressURL == "" || c.progressKey == nil {
+		return nil
+	}
+	url := strings.TrimSuffix(c.opts.ProgressURL, "/") + "/api/v1/jobs/" + tj.Name + "/progress"
+	return []corev1.EnvVar{
+		{Name: progress.EnvURL, Value: url},
+		{Name: progress.EnvToken, Value: progress.Token(c.progressKey, tj.Namespace, tj.Name, tj.UID)},
+	}
+}
+
+// category is the history a job shares: its spec's category, else its own.
+func category(tj *v1alpha1.TrainingJob) string {
+	if tj.Spec.Category != "" {
+		return tj.Namespace + "/" + tj.Spec.Category
+	}
+	return tj.Namespace + "/" + tj.Name
+}
+
+// learn feeds a job's progress reports, as its status sums them up, to the
+// estimator, and the estimate to the engine: the remaining epochs' time at
+// one GPU (when the spec gives epochs) and the speedup curve. It does
+// nothing when no report arrived since the last time.
+func (e *engine) learn(ctx context.Context, tj *v1alpha1.TrainingJob) error {
+	p := tj.Status.Progress
+	if p == nil {
+		return nil
+	}
+	c := e.c
+	id := jobID(client.ObjectKeyFromObject(tj))
+	c.estMu.Lock()
+	if c.learned[id] == p.Reports {
+		c.estMu.Unlock()
+		return nil
+	}
+	c.learned[id] = p.Reports
+	obs := make([]estimator.Observation, 0, len(p.EpochTimes))
+	for _, et := range p.EpochTimes {
+		obs = append(obs, estimator.Observation{Workers: int(et.Workers), Seconds: float64(et.Millis) / 1000, Weight: float64(et.Epochs)})
+	}
+	c.est.Replace(string(id), category(tj), obs)
+	fit := c.est.Estimate(string(id), category(tj))
+	c.estMu.Unlock()
+	remaining := -1.0
+	if tj.Spec.Epochs > 0 {
+		remaining = fit.Remaining(float64(max(tj.Spec.Epochs-p.Epoch, 0)))
+	}
+	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
+		if _, ok := en.Job(id); !ok {
+			return nil
+		}
+		return en.Step(scheduler.Progress{ID: id, Remaining: remaining, Speedup: fit.Shape.Speedup})
+	})
+}
+
+// finished tells the estimator a job ended: a completed job's curve joins
+// its category's history; any other is forgotten.
+func (c *Controller) finished(id api.JobID, completed bool) {
+	c.estMu.Lock()
+	defer c.estMu.Unlock()
+	delete(c.learned, id)
+	if completed {
+		c.est.Finish(string(id))
+	} else {
+		c.est.Forget(string(id))
+	}
+}

@@ -1,0 +1,159 @@
+// Package progress is how running jobs report their training progress to
+// Voda: the report's body, its validation, how it is summed up in the
+// TrainingJob status, and the per-job token that authenticates it.
+//
+// Every job gets its own token, an HMAC of the job's identity under a key
+// kept in the Secret voda-progress-key: the controller puts it in the job's
+// pods (VODA_PROGRESS_TOKEN, with VODA_PROGRESS_URL), the REST API checks
+// it. A token is good for reporting one job's progress and nothing else.
+//
+// Import rule: pkg/apis, client-go types and controller-runtime's client.
+package progress
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+)
+
+// The environment variables the controller sets in a job's pods.
+const (
+	EnvURL   = "VODA_PROGRESS_URL"
+	EnvToken = "VODA_PROGRESS_TOKEN"
+)
+
+// KeySecret is the Secret (in the controller's settings namespace) that
+// holds the key of the job tokens, under KeyField.
+const (
+	KeySecret = "voda-progress-key"
+	KeyField  = "key"
+)
+
+// Token is the progress token of a job.
+func Token(key []byte, namespace, name string, uid types.UID) string {
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "%s/%s/%s", namespace, name, uid)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// Valid reports whether token is the job's, in constant time.
+func Valid(key []byte, tj *v1alpha1.TrainingJob, token string) bool {
+	want := Token(key, tj.Namespace, tj.Name, tj.UID)
+	return hmac.Equal([]byte(want), []byte(token))
+}
+
+// Key reads the token key, creating the Secret with a random key if it does
+// not exist yet (whichever replica comes first; the others read it).
+// r should read from the API server, not a cache (a cache would watch every
+// Secret).
+func Key(ctx context.Context, r client.Reader, c client.Writer, namespace string) ([]byte, error) {
+	var s corev1.Secret
+	key := types.NamespacedName{Namespace: namespace, Name: KeySecret}
+	err := r.Get(ctx, key, &s)
+	if apierrors.IsNotFound(err) {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return nil, err
+		}
+		s = corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: KeySecret},
+			Data: map[string][]byte{KeyField: b}}
+		err = c.Create(ctx, &s)
+		if apierrors.IsAlreadyExists(err) {
+			err = r.Get(ctx, key, &s)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("progress key (Secret %s/%s): %w", namespace, KeySecret, err)
+	}
+	if len(s.Data[KeyField]) < 16 {
+		return nil, fmt.Errorf("Secret %s/%s has no key of at least 16 bytes under %q", namespace, KeySecret, KeyField)
+	}
+	return s.Data[KeyField], nil
+}
+
+// Report is the body of POST /api/v1/jobs/{name}/progress: one epoch's
+// numbers, as a training script knows them when the epoch ends.
+type Report struct {
+	// Epoch is the number of epochs done (1 after the first).
+	Epoch int32 `json:"epoch"`
+	// EpochSeconds is how long the epoch took; or give StepSeconds and
+	// Steps (steps per epoch).
+	EpochSeconds float64 `json:"epochSeconds,omitempty"`
+	StepSeconds  float64 `json:"stepSeconds,omitempty"`
+	Steps        int64   `json:"steps,omitempty"`
+	// Workers is the number of workers the epoch ran on.
+	Workers int32 `json:"workers"`
+	// LocalBatch and GlobalBatch are the per-worker and total batch sizes
+	// (informational).
+	LocalBatch  int64 `json:"localBatch,omitempty"`
+	GlobalBatch int64 `json:"globalBatch,omitempty"`
+	// Timestamp is when the epoch ended (informational; the server's clock
+	// counts).
+	Timestamp *time.Time `json:"timestamp,omitempty"`
+}
+
+// Seconds is the epoch's time, from EpochSeconds or StepSeconds × Steps.
+func (r Report) Seconds() float64 {
+	if r.EpochSeconds > 0 {
+		return r.EpochSeconds
+	}
+	return r.StepSeconds * float64(r.Steps)
+}
+
+// Validate checks a report; every problem is named.
+func (r Report) Validate() error {
+	var errs []error
+	if r.Epoch < 1 || r.Epoch > 1_000_000 {
+		errs = append(errs, fmt.Errorf("epoch is %d: want the number of epochs done, 1 or more", r.Epoch))
+	}
+	if r.Workers < 1 || r.Workers > 100_000 {
+		errs = append(errs, fmt.Errorf("workers is %d: want the workers the epoch ran on, 1 or more", r.Workers))
+	}
+	for name, v := range map[string]float64{"epochSeconds": r.EpochSeconds, "stepSeconds": r.StepSeconds} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > 1e7 {
+			errs = append(errs, fmt.Errorf("%s is %v: want a duration in seconds", name, v))
+		}
+	}
+	if r.Steps < 0 {
+		errs = append(errs, fmt.Errorf("steps is %d: want steps per epoch", r.Steps))
+	}
+	if s := r.Seconds(); len(errs) == 0 && !(s > 0 && s <= 1e7) {
+		errs = append(errs, errors.New("no epoch time: give epochSeconds, or stepSeconds and steps"))
+	}
+	return errors.Join(errs...)
+}
+
+// Add folds a valid report into a job's progress, received at now.
+func Add(p *v1alpha1.TrainingProgress, r Report, now time.Time) {
+	p.Epoch = max(p.Epoch, r.Epoch)
+	p.Reports++
+	t := metav1.NewTime(now)
+	p.LastReportTime = &t
+	ms := int64(math.Round(r.Seconds() * 1000))
+	ms = max(ms, 1)
+	i := slices.IndexFunc(p.EpochTimes, func(e v1alpha1.EpochTime) bool { return e.Workers == r.Workers })
+	if i < 0 {
+		p.EpochTimes = append(p.EpochTimes, v1alpha1.EpochTime{Workers: r.Workers, Millis: ms, Epochs: 1})
+		slices.SortFunc(p.EpochTimes, func(a, b v1alpha1.EpochTime) int { return int(a.Workers - b.Workers) })
+		return
+	}
+	e := &p.EpochTimes[i]
+	n := int64(e.Epochs)
+	e.Millis = (e.Millis*n + ms) / (n + 1)
+	e.Epochs++
+}

@@ -1,0 +1,76 @@
+package progress_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/progress"
+)
+
+func TestTokensAreOneJobsOnly(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	job := &v1alpha1.TrainingJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "mnist", UID: "u1"}}
+	tok := progress.Token(key, "ml", "mnist", "u1")
+	if !progress.Valid(key, job, tok) {
+		t.Fatal("the job's own token is refused")
+	}
+	same := *job
+	for name, other := range map[string]*v1alpha1.TrainingJob{
+		"another name":      {ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "mnist2", UID: "u1"}},
+		"another namespace": {ObjectMeta: metav1.ObjectMeta{Namespace: "ml2", Name: "mnist", UID: "u1"}},
+		"a recreated job":   {ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "mnist", UID: "u2"}},
+	} {
+		if progress.Valid(key, other, tok) {
+			t.Errorf("%s accepts the token", name)
+		}
+	}
+	if progress.Valid([]byte("another key, also 32 bytes long.."), &same, tok) || progress.Valid(key, &same, "") {
+		t.Error("a token passes under another key, or an empty one passes")
+	}
+}
+
+func TestReportValidation(t *testing.T) {
+	cases := map[string]struct {
+		r    progress.Report
+		want string
+	}{
+		"no epoch":        {progress.Report{Workers: 2, EpochSeconds: 3}, "epoch is 0"},
+		"no workers":      {progress.Report{Epoch: 1, EpochSeconds: 3}, "workers is 0"},
+		"no time":         {progress.Report{Epoch: 1, Workers: 2}, "no epoch time"},
+		"steps only":      {progress.Report{Epoch: 1, Workers: 2, Steps: 100}, "no epoch time"},
+		"negative time":   {progress.Report{Epoch: 1, Workers: 2, EpochSeconds: -1}, "epochSeconds is -1"},
+		"negative steps":  {progress.Report{Epoch: 1, Workers: 2, StepSeconds: 1, Steps: -5}, "steps is -5"},
+		"absurd duration": {progress.Report{Epoch: 1, Workers: 2, EpochSeconds: 1e9}, "epochSeconds is 1e+09"},
+	}
+	for name, c := range cases {
+		if err := c.r.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
+		}
+	}
+	ok := progress.Report{Epoch: 1, Workers: 2, StepSeconds: 0.25, Steps: 400}
+	if err := ok.Validate(); err != nil || ok.Seconds() != 100 {
+		t.Errorf("steps × step time: %v, %v s", err, ok.Seconds())
+	}
+}
+
+func TestAddAveragesPerWorkerCount(t *testing.T) {
+	now := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	var p v1alpha1.TrainingProgress
+	for _, r := range []progress.Report{
+		{Epoch: 1, Workers: 4, EpochSeconds: 40},
+		{Epoch: 2, Workers: 4, EpochSeconds: 44},
+		{Epoch: 3, Workers: 2, EpochSeconds: 70},
+		{Epoch: 2, Workers: 4, EpochSeconds: 42}, // late, out of order
+	} {
+		progress.Add(&p, r, now)
+	}
+	want := []v1alpha1.EpochTime{{Workers: 2, Millis: 70000, Epochs: 1}, {Workers: 4, Millis: 42000, Epochs: 3}}
+	if diff := cmp.Diff(want, p.EpochTimes); diff != "" || p.Epoch != 3 || p.Reports != 4 || !p.LastReportTime.Time.Equal(now) {
+		t.Errorf("progress %+v; epoch times (-want +got):\n%s", p, diff)
+	}
+}

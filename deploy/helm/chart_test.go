@@ -51,6 +51,7 @@ metrics:
   port: 9090
   serviceMonitor: {enabled: true, interval: 15s, labels: {release: prometheus}}
 keepCRD: false
+metricsDirClaim: voda-metrics
 nodeSelector: {node-role.kubernetes.io/control-plane: ""}
 tolerations: [{key: dedicated, operator: Exists}]
 podAnnotations: {team: ml-infra}
@@ -146,7 +147,7 @@ func TestChartRendersWhatItPromises(t *testing.T) {
 	full := render(allOptions).Spec.Template.Spec.Containers[0]
 	for _, want := range []string{"--algorithm=Tiresias", "--rate-limit=10s", "--gpu-types=nvidia-tesla-v100,nvidia-gtx-1080ti",
 		"--namespace=ml", "--api-namespace=ml", "--api-addr=:8443", "--api-auth=static", "--api-token-file=/etc/voda/tokens/tokens.csv",
-		"--api-admin-groups=ml-admins", "--api-tls-cert-file=/etc/voda/tls/tls.crt", "--metrics-addr=:9090", "--api-max-body-bytes=262144", "--verbose"} {
+		"--api-admin-groups=ml-admins", "--api-tls-cert-file=/etc/voda/tls/tls.crt", "--metrics-addr=:9090", "--api-max-body-bytes=262144", "--metrics-dir=/metrics", "--verbose"} {
 		if !contains(full.Args, want) {
 			t.Errorf("every option: %s missing from %v", want, full.Args)
 		}
@@ -340,15 +341,17 @@ func waitRunning(t *testing.T, c client.Client, n int32) string {
 		if err == nil {
 			err = c.List(ctx, &pods, client.InNamespace("voda-system"), client.MatchingLabels{v1alpha1.JobLabel: "steady"})
 		}
-		running := 0
+		running, launcher := 0, false
 		var uids []string
 		for _, p := range pods.Items {
 			if p.Status.Phase == corev1.PodRunning {
 				running++
+				// The launcher starts once every worker runs.
+				launcher = launcher || strings.Contains(p.Name, "-launcher")
 			}
 			uids = append(uids, p.Name+"="+string(p.UID))
 		}
-		if err == nil && tj.Status.Phase == v1alpha1.PhaseRunning && tj.Status.Workers == n && running >= int(n) {
+		if err == nil && tj.Status.Phase == v1alpha1.PhaseRunning && tj.Status.Workers == n && running == int(n)+1 && launcher {
 			start := ""
 			if tj.Status.LastStartTime != nil {
 				start = tj.Status.LastStartTime.String()

@@ -120,6 +120,8 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
 	f.Float32Var(&qps, "kube-api-qps", 50, "requests per second to the API server, sustained")
 	f.IntVar(&burst, "kube-api-burst", 100, "requests to the API server in a burst")
 	f.StringVar(&o.ProgressURL, "progress-url", "", "base URL of the REST API as the jobs' pods reach it (e.g. http://voda.voda-system:8088); when set, every job's pods get VODA_PROGRESS_URL and VODA_PROGRESS_TOKEN to report their epochs, from which speedup and remaining time are estimated")
+	f.StringVar(&o.MetricsDir, "metrics-dir", "", "directory of the original Voda's per-job metrics CSV files (<job>.csv, one row per epoch); read into the jobs' progress")
+	f.DurationVar(&o.MetricsScan, "metrics-scan", kube.DefaultMetricsScan, "how often --metrics-dir is read")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
 	api.add(f)
 	return cmd

@@ -74,3 +74,47 @@ func TestAddAveragesPerWorkerCount(t *testing.T) {
 		t.Errorf("progress %+v; epoch times (-want +got):\n%s", p, diff)
 	}
 }
+
+// The original's CSV, as its Keras callback wrote it (columns sorted).
+const originalCSV = `epoch,accuracy,epoch_time_sec,epochs,global_batch_size,local_batch_size,loss,start_time,step_time_sec,steps,total_epochs,verbose,workers
+0,0.91,60.2,150,128,128,0.31,2022-10-20 10:00:00.000000,0.129,469,150,1,1
+1,0.95,31.0,150,256,128,0.17,2022-10-20 10:01:00.000000,0.066,469,150,1,2
+2,0.96,30.6,150,256,128,0.13,2022-10-20 10:01:31.000000,0.065,469,150,1,2
+`
+
+func TestParseOriginalCSV(t *testing.T) {
+	reports, err := progress.ParseCSV(strings.NewReader(originalCSV))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := progress.Summarise(reports, time.Unix(0, 0))
+	want := []v1alpha1.EpochTime{{Workers: 1, Millis: 60200, Epochs: 1}, {Workers: 2, Millis: 30800, Epochs: 2}}
+	if diff := cmp.Diff(want, p.EpochTimes); diff != "" || p.Epoch != 3 || p.Reports != 3 {
+		t.Errorf("progress %+v (-want +got):\n%s", p, diff)
+	}
+	// Step time × steps stands in for a missing epoch time.
+	r, err := progress.ParseCSV(strings.NewReader("epoch,workers,step_time_sec,steps\n4,8,0.5,100\n"))
+	if err != nil || len(r) != 1 || r[0].Seconds() != 50 || r[0].Epoch != 5 {
+		t.Errorf("step-based row: %+v %v", r, err)
+	}
+	if r, err := progress.ParseCSV(strings.NewReader("")); err != nil || r != nil {
+		t.Errorf("an empty file: %v %v", r, err)
+	}
+}
+
+func TestParseCSVRefusesBadFiles(t *testing.T) {
+	cases := map[string]struct{ file, want string }{
+		"no epoch column":   {"workers,epoch_time_sec\n1,3\n", `no "epoch" column`},
+		"no time columns":   {"epoch,workers,loss\n0,1,0.3\n", "neither epoch_time_sec"},
+		"word for a number": {"epoch,workers,epoch_time_sec\n0,two,3\n", `line 2: workers "two" is not a number`},
+		"fractional epoch":  {"epoch,workers,epoch_time_sec\n0.5,2,3\n", "line 2: epoch and workers must be whole"},
+		"zero workers":      {"epoch,workers,epoch_time_sec\n0,0,3\n", "line 2: workers is 0"},
+		"short row":         {"epoch,workers,epoch_time_sec\n0,2\n", "wrong number of fields"},
+		"negative time":     {"epoch,workers,epoch_time_sec\n0,2,-3\n", "epochSeconds is -3"},
+	}
+	for name, c := range cases {
+		if _, err := progress.ParseCSV(strings.NewReader(c.file)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
+		}
+	}
+}

@@ -68,6 +68,7 @@ type apiEnv struct {
 	caFile     string
 	registry   *prometheus.Registry
 	tlsRegistr *prometheus.Registry
+	metricsDir string // the controller's --metrics-dir
 }
 
 // TestIntegrationAPI runs the REST API and the CLI against a real control
@@ -78,6 +79,7 @@ func TestIntegrationAPI(t *testing.T) {
 	t.Run("Unauthenticated", func(t *testing.T) { testUnauthenticated(t, e) })
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, e) })
 	t.Run("Progress", func(t *testing.T) { testProgress(t, e) })
+	t.Run("MetricsDir", func(t *testing.T) { testMetricsDir(t, e) })
 	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, e) })
 	t.Run("SchedulerMetrics", func(t *testing.T) { testSchedulerMetrics(t, e) })
 	t.Run("Examples", func(t *testing.T) { testExamples(t, e) })
@@ -129,19 +131,21 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	}
 	apiAddr := ln.Addr().String()
 	ln.Close()
+	metricsDir := t.TempDir()
 	mgr, ctrl, err := kube.NewManager(saCfg, kube.ManagerOptions{
 		Options: kube.Options{
 			Metrics:  m,
 			GPUTypes: []string{testGPUType, examplesType}, RateLimit: 300 * time.Millisecond,
 			SyncPeriod: 2 * time.Second, ConfigNamespace: apiNS, Log: funcr.New(func(string, string) {}, funcr.Options{}),
 			ProgressURL: "http://" + apiAddr,
+			MetricsDir:  metricsDir, MetricsScan: 300 * time.Millisecond,
 		},
 		Namespace: apiNS, MetricsAddr: "0", HealthAddr: "0",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &apiEnv{env: env, k8s: k8s, ctrl: ctrl, registry: registry, tlsRegistr: prometheus.NewRegistry()}
+	e := &apiEnv{env: env, k8s: k8s, ctrl: ctrl, registry: registry, tlsRegistr: prometheus.NewRegistry(), metricsDir: metricsDir}
 
 	static, err := server.ParseTokens(strings.NewReader(tokenFile))
 	if err != nil {
@@ -862,5 +866,49 @@ func testProgress(t *testing.T, e *apiEnv) {
 	code, out := e.voda(t, "alice", "describe", "job", "reporter")
 	if code != 0 || !regexpMatch(`Remaining: +\d+m\d+s at one GPU \(estimate\)`, out) || !regexpMatch(`Progress: +epoch [23] of 10, [23] reports; epoch time .*40s at 4 workers`, out) {
 		t.Errorf("describe: %d\n%s", code, out)
+	}
+}
+
+// testMetricsDir has the controller read a job's original-format metrics
+// CSV into its progress.
+func testMetricsDir(t *testing.T, e *apiEnv) {
+	ctx := context.Background()
+	alice := e.client(t, "alice")
+	if _, err := alice.CreateJob(ctx, []byte(tj("csvjob", "epochs: 3", "epochs: 150"))); err != nil {
+		t.Fatal(err)
+	}
+	defer alice.DeleteJob(ctx, "csvjob")
+	file := filepath.Join(e.metricsDir, "csvjob.csv")
+	csv := `epoch,accuracy,epoch_time_sec,epochs,global_batch_size,local_batch_size,loss,start_time,step_time_sec,steps,total_epochs,verbose,workers
+0,0.91,60.2,150,128,128,0.31,2022-10-20 10:00:00.000000,0.129,469,150,1,1
+1,0.95,31.0,150,256,128,0.17,2022-10-20 10:01:00.000000,0.066,469,150,1,2
+`
+	if err := os.WriteFile(file, []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the file reaches the status and the estimate", func() (bool, error) {
+		j, err := alice.GetJob(ctx, "csvjob")
+		if err != nil {
+			return false, err
+		}
+		p := j.Status.Progress
+		return p != nil && p.Epoch == 2 && len(p.EpochTimes) == 2 && j.Status.RemainingSeconds != nil,
+			fmt.Errorf("progress %+v, remaining %v", p, j.Status.RemainingSeconds)
+	})
+	// A broken file is reported on the job, and changes nothing.
+	if err := os.WriteFile(file, []byte(csv+"2,x,y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "a BadMetricsFile event", func() (bool, error) {
+		events, err := alice.JobEvents(ctx, "csvjob")
+		for _, ev := range events {
+			if ev.Reason == "BadMetricsFile" && ev.Type == "Warning" && strings.Contains(ev.Message, "line 4") {
+				return true, nil
+			}
+		}
+		return false, err
+	})
+	if j, err := alice.GetJob(ctx, "csvjob"); err != nil || j.Status.Progress.Epoch != 2 {
+		t.Errorf("after the broken file: %v %+v", err, j.Status.Progress)
 	}
 }

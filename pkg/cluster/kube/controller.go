@@ -58,6 +58,11 @@ type Options struct {
 	// VODA_PROGRESS_TOKEN to report their epochs with. It needs
 	// ConfigNamespace, where the tokens' key is kept.
 	ProgressURL string
+	// MetricsDir, if set, is a directory of the original Voda's per-job
+	// CSV files (<job>.csv), read every MetricsScan (zero: 30 s) into the
+	// jobs' progress.
+	MetricsDir  string
+	MetricsScan time.Duration
 }
 
 // Controller runs one engine per GPU type against the API server. Build it
@@ -108,6 +113,9 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 	}
 	if opts.SyncPeriod <= 0 {
 		opts.SyncPeriod = DefaultSyncPeriod
+	}
+	if opts.MetricsScan <= 0 {
+		opts.MetricsScan = DefaultMetricsScan
 	}
 	if opts.ProgressURL != "" && opts.ConfigNamespace == "" {
 		return nil, errors.New("a progress URL needs a settings namespace for the tokens' key")

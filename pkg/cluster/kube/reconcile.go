@@ -31,6 +31,11 @@ func (c *Controller) Setup(mgr ctrl.Manager) error {
 	if err := mgr.Add(c); err != nil {
 		return err
 	}
+	if c.opts.MetricsDir != "" {
+		if err := mgr.Add(&metricsDir{c: c, dir: c.opts.MetricsDir, seen: map[api.JobID]time.Time{}}); err != nil {
+			return err
+		}
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("trainingjob").
 		For(&v1alpha1.TrainingJob{}).

@@ -106,6 +106,40 @@ type history struct {
 	jobs                    int
 }
 
+// History is a category's history as it is saved: the mean fit of its
+// completed jobs.
+type History struct {
+	OneWorker float64 `json:"oneWorkerSeconds"`
+	Serial    float64 `json:"serial"`
+	Comm      float64 `json:"comm"`
+	Jobs      int     `json:"jobs"`
+}
+
+// Histories returns every category's history, to be saved.
+func (e *Estimator) Histories() map[string]History {
+	out := make(map[string]History, len(e.categories))
+	for c, h := range e.categories {
+		out[c] = History{OneWorker: h.oneWorker, Serial: h.serial, Comm: h.comm, Jobs: h.jobs}
+	}
+	return out
+}
+
+// SetHistories replaces the categories' histories with saved ones; entries
+// that do not make sense (no jobs, a non-positive time, a shape outside the
+// model's range) are dropped.
+func (e *Estimator) SetHistories(hs map[string]History) {
+	clear(e.categories)
+	for c, h := range hs {
+		if h.Jobs < 1 || !(h.OneWorker > 0) || math.IsInf(h.OneWorker, 0) || !(h.Serial >= 0 && h.Serial < 1) || !(h.Comm >= 0 && h.Comm <= 1) {
+			continue
+		}
+		e.categories[c] = &history{oneWorker: h.OneWorker, serial: h.Serial, comm: h.Comm, jobs: h.Jobs}
+	}
+	for _, j := range e.jobs {
+		j.stale = true
+	}
+}
+
 // Estimator keeps observations per job and history per category.
 type Estimator struct {
 	jobs       map[string]*job

@@ -112,3 +112,25 @@ func BenchmarkEstimateThreeCounts(b *testing.B) {
 		_ = e.Estimate("j", "c")
 	}
 }
+
+func TestHistoriesSurviveASaveAndLoad(t *testing.T) {
+	e := estimator.New()
+	for _, n := range []int{1, 2, 4} {
+		e.Observe("a", "gpt", estimator.Observation{Workers: n, Seconds: truth.Seconds(n)})
+	}
+	e.Finish("a")
+	saved := e.Histories()
+	if h := saved["gpt"]; h.Jobs != 1 || !near(h.OneWorker, 2, 0.02) {
+		t.Fatalf("saved %+v", saved)
+	}
+	saved["junk"] = estimator.History{OneWorker: -1, Jobs: 3}
+	saved["nan"] = estimator.History{OneWorker: math.NaN(), Jobs: 1}
+	f := estimator.New()
+	f.SetHistories(saved)
+	if got := f.Estimate("b", "gpt"); !got.Known() || !near(got.OneWorker, 2, 0.02) {
+		t.Errorf("after loading: %+v", got)
+	}
+	if h := f.Histories(); len(h) != 1 {
+		t.Errorf("nonsense entries were kept: %+v", h)
+	}
+}

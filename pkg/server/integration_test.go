@@ -80,6 +80,7 @@ func TestIntegrationAPI(t *testing.T) {
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, e) })
 	t.Run("Progress", func(t *testing.T) { testProgress(t, e) })
 	t.Run("MetricsDir", func(t *testing.T) { testMetricsDir(t, e) })
+	t.Run("CategoryHistory", func(t *testing.T) { testCategoryHistory(t, e) })
 	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, e) })
 	t.Run("SchedulerMetrics", func(t *testing.T) { testSchedulerMetrics(t, e) })
 	t.Run("Examples", func(t *testing.T) { testExamples(t, e) })
@@ -911,4 +912,59 @@ func testMetricsDir(t *testing.T, e *apiEnv) {
 	if j, err := alice.GetJob(ctx, "csvjob"); err != nil || j.Status.Progress.Epoch != 2 {
 		t.Errorf("after the broken file: %v %+v", err, j.Status.Progress)
 	}
+}
+
+// testCategoryHistory: a completed job's curve is saved for its category,
+// and a new job of the category is estimated before it reports.
+func testCategoryHistory(t *testing.T, e *apiEnv) {
+	ctx := context.Background()
+	alice := e.client(t, "alice")
+	first := tj("bert-a", "epochs: 3", "epochs: 10\n  category: bert",
+		"          - name: launcher\n", "          - name: launcher\n")
+	// The launcher ends 4 s after it starts: the job completes.
+	first = strings.Replace(first, "      launcher:\n        spec:", "      launcher:\n        metadata:\n          annotations: {"+testenv.CompleteAfterAnnotation+": 4s}\n        spec:", 1)
+	if _, err := alice.CreateJob(ctx, []byte(first)); err != nil {
+		t.Fatal(err)
+	}
+	defer alice.DeleteJob(ctx, "bert-a")
+	var token string
+	eventually(t, time.Minute, "bert-a's MPIJob", func() (bool, error) {
+		u, err := e.env.Dynamic.Resource(testenv.MPIJobGVR).Namespace(apiNS).Get(ctx, "bert-a", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "mpiReplicaSpecs", "Launcher", "template", "spec", "containers")
+		vars, _, _ := unstructured.NestedSlice(cs[0].(map[string]any), "env")
+		for _, v := range vars {
+			if m := v.(map[string]any); m["name"] == "VODA_PROGRESS_TOKEN" {
+				token = m["value"].(string)
+			}
+		}
+		return token != "", nil
+	})
+	req, _ := http.NewRequest("POST", e.url+"/api/v1/jobs/bert-a/progress", strings.NewReader(`{"epoch":1,"epochSeconds":40,"workers":4}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("report: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	eventually(t, time.Minute, "bert-a completes and its category is saved", func() (bool, error) {
+		var cm corev1.ConfigMap
+		err := e.k8s.Get(ctx, types.NamespacedName{Namespace: apiNS, Name: kube.HistoryConfigMap}, &cm)
+		return err == nil && strings.Contains(cm.Data["categories.json"], `"voda-api/bert"`), err
+	})
+	if _, err := alice.CreateJob(ctx, []byte(tj("bert-b", "epochs: 3", "epochs: 10\n  category: bert"))); err != nil {
+		t.Fatal(err)
+	}
+	defer alice.DeleteJob(ctx, "bert-b")
+	want := 10 * 40 / (0.05 + 0.95/4 + 0.005*3)
+	eventually(t, 30*time.Second, "bert-b is estimated from bert-a", func() (bool, error) {
+		j, err := alice.GetJob(ctx, "bert-b")
+		if err != nil || j.Status.RemainingSeconds == nil {
+			return false, err
+		}
+		got := float64(*j.Status.RemainingSeconds)
+		return got > 0.99*want && got < 1.01*want && j.Status.Progress == nil, fmt.Errorf("remaining %v s, want ≈%.0f", got, want)
+	})
 }

@@ -150,6 +150,9 @@ func (c *Controller) Start(ctx context.Context) error {
 	c.mu.Lock()
 	c.overrides = overrides
 	c.mu.Unlock()
+	if err := c.loadHistory(ctx); err != nil {
+		return err
+	}
 	if c.opts.ProgressURL != "" {
 		if c.progressKey, err = progress.Key(ctx, c.reader, c.client, c.opts.ConfigNamespace); err != nil {
 			return err

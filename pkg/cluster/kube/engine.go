@@ -206,7 +206,8 @@ func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 		}
 		switch {
 		case tj.Status.Phase == "" || tj.Status.Phase == v1alpha1.PhaseSubmitted:
-			if err := en.Step(scheduler.JobSubmitted{ID: id, Spec: specOf(tj.Spec), Remaining: -1}); err != nil {
+			rem, speedup := e.c.prior(tj)
+			if err := en.Step(scheduler.JobSubmitted{ID: id, Spec: specOf(tj.Spec), Remaining: rem, Speedup: speedup}); err != nil {
 				return err
 			}
 			e.submitted(tj)
@@ -249,7 +250,7 @@ func (e *engine) finish(ctx context.Context, id api.JobID, failed bool, msg stri
 			return err
 		}
 		e.c.event(id, eventType(failed), reason, words)
-		e.c.finished(id, !failed)
+		e.c.finished(ctx, id, !failed)
 		j, _ := en.Job(id)
 		if m := e.c.opts.Metrics; m != nil {
 			m.Finished(e.gpuType, j, j.Phase, time.Now())
@@ -263,7 +264,7 @@ func (e *engine) forget(ctx context.Context, id api.JobID) error {
 	e.setKnown(id, false)
 	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
 		delete(e.written, id)
-		e.c.finished(id, false)
+		e.c.finished(ctx, id, false)
 		j, ok := en.Job(id)
 		if !ok {
 			return nil

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 	"github.com/vodascheduler/voda/pkg/estimator"
@@ -71,15 +72,31 @@ func (e *engine) learn(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 	})
 }
 
+// prior is what the estimator expects of a new job before it reports: its
+// category's history (remaining time at one GPU, when the spec gives
+// epochs, and speedup), else unknown and the default curve.
+func (c *Controller) prior(tj *v1alpha1.TrainingJob) (float64, algorithm.Speedup) {
+	c.estMu.Lock()
+	fit := c.est.Estimate(string(jobID(client.ObjectKeyFromObject(tj))), category(tj))
+	c.estMu.Unlock()
+	remaining := -1.0
+	if tj.Spec.Epochs > 0 {
+		remaining = fit.Remaining(float64(tj.Spec.Epochs))
+	}
+	return remaining, fit.Shape.Speedup
+}
+
 // finished tells the estimator a job ended: a completed job's curve joins
-// its category's history; any other is forgotten.
-func (c *Controller) finished(id api.JobID, completed bool) {
+// its category's history, which is saved; any other is forgotten.
+func (c *Controller) finished(ctx context.Context, id api.JobID, completed bool) {
 	c.estMu.Lock()
 	defer c.estMu.Unlock()
+	_, reported := c.learned[id]
 	delete(c.learned, id)
-	if completed {
-		c.est.Finish(string(id))
-	} else {
+	if !completed || !reported {
 		c.est.Forget(string(id))
+		return
 	}
+	c.est.Finish(string(id))
+	c.saveHistory(ctx)
 }

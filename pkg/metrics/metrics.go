@@ -34,6 +34,8 @@ type Metrics struct {
 	migrated         *prometheus.CounterVec
 	queueing         *prometheus.HistogramVec
 	jct              *prometheus.HistogramVec
+	restartLost      *prometheus.CounterVec
+	throughput       *prometheus.GaugeVec
 }
 
 // Label names.
@@ -88,9 +90,15 @@ func New(reg prometheus.Registerer, version string) (*Metrics, error) {
 			Help: "Time from submission to first start.", Buckets: jobBuckets}, gt),
 		jct: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "voda_scheduler_job_completion_seconds",
 			Help: "Time from submission to completion, of completed jobs.", Buckets: jobBuckets}, gt),
+		restartLost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "voda_scheduler_restart_gpu_seconds_total",
+			Help: "GPU-seconds held by jobs between a start, resize or migration and every worker of the new allocation running on its node."}, gt),
+		throughput: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "voda_scheduler_job_estimated_throughput",
+			Help: "Estimated epochs per hour of each running job that reports progress, at its current workers; the series goes when the job ends."},
+			[]string{labelGPUType, "namespace", "job"}),
 	}
 	for _, c := range []prometheus.Collector{m.info, m.jobs, m.gpus, m.allocated, m.submitted, m.finished, m.deleted,
-		m.reschedules, m.failures, m.roundDuration, m.algorithmSeconds, m.placementSeconds, m.actions, m.migrated, m.queueing, m.jct} {
+		m.reschedules, m.failures, m.roundDuration, m.algorithmSeconds, m.placementSeconds, m.actions, m.migrated, m.queueing, m.jct,
+		m.restartLost, m.throughput} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -167,4 +175,22 @@ func (m *Metrics) Finished(gpuType api.GPUType, j scheduler.Job, phase api.Phase
 	if phase == api.PhaseCompleted && !j.Submitted.IsZero() {
 		m.jct.WithLabelValues(t).Observe(at.Sub(j.Submitted).Seconds())
 	}
+}
+
+// RestartLost counts GPU-seconds a job held while restarting after an
+// action.
+func (m *Metrics) RestartLost(gpuType api.GPUType, gpuSeconds float64) {
+	if gpuSeconds > 0 {
+		m.restartLost.WithLabelValues(string(gpuType)).Add(gpuSeconds)
+	}
+}
+
+// Throughput sets a job's estimated epochs per hour.
+func (m *Metrics) Throughput(gpuType api.GPUType, namespace, job string, epochsPerHour float64) {
+	m.throughput.WithLabelValues(string(gpuType), namespace, job).Set(epochsPerHour)
+}
+
+// JobGone removes a job's series.
+func (m *Metrics) JobGone(gpuType api.GPUType, namespace, job string) {
+	m.throughput.DeleteLabelValues(string(gpuType), namespace, job)
 }

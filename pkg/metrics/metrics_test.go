@@ -45,6 +45,10 @@ func exercise(m *metrics.Metrics) {
 	m.Finished("v100", scheduler.Job{Submitted: t0}, api.PhaseCompleted, t0.Add(time.Hour))
 	m.Finished("v100", scheduler.Job{Submitted: t0}, api.PhaseFailed, t0.Add(time.Minute))
 	m.Deleted("v100")
+	m.RestartLost("v100", 120)
+	m.Throughput("v100", "ml", "bert", 30)
+	m.Throughput("v100", "ml", "gone", 10)
+	m.JobGone("v100", "ml", "gone")
 }
 
 func TestMetricsRecordWhatHappened(t *testing.T) {
@@ -78,6 +82,9 @@ func TestMetricsRecordWhatHappened(t *testing.T) {
 		`voda_scheduler_reschedule_duration_seconds_count{gpu_type="v100"}`:                   1,
 	}
 	got := samples(t, reg)
+	if _, ok := got[`voda_scheduler_job_estimated_throughput{gpu_type="v100",job="gone",namespace="ml"}`]; ok {
+		t.Error("an ended job's series stays")
+	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
 			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)

@@ -723,15 +723,11 @@ func testSchedulerMetrics(t *testing.T, e *apiEnv) {
 		t.Fatalf("/metrics: %d", code)
 	}
 	value := func(series string) float64 {
-		for line := range strings.Lines(body) {
-			if name, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok && name == series {
-				var f float64
-				fmt.Sscan(v, &f)
-				return f
-			}
+		v := seriesValue(body, series)
+		if v < 0 {
+			t.Errorf("no series %s in /metrics", series)
 		}
-		t.Errorf("no series %s in /metrics", series)
-		return -1
+		return v
 	}
 	// Lifecycle submitted life and life2, started them, and deleted both.
 	for series, atLeast := range map[string]float64{
@@ -748,6 +744,26 @@ func testSchedulerMetrics(t *testing.T, e *apiEnv) {
 	if v := value(`voda_scheduler_gpus{gpu_type="api-gpu"}`); v != 8 {
 		t.Errorf("GPUs %v, want 8", v)
 	}
+	if v := value(`voda_scheduler_restart_gpu_seconds_total{gpu_type="api-gpu"}`); !(v > 0) {
+		t.Errorf("no GPU time lost to restarts counted: %v", v)
+	}
+	// Deleted jobs leave no per-job series behind.
+	if strings.Contains(body, `job="reporter"`) {
+		t.Error("the deleted job reporter still has a throughput series")
+	}
+}
+
+// seriesValue reads one series of a Prometheus text exposition; -1 if
+// absent.
+func seriesValue(body, series string) float64 {
+	for line := range strings.Lines(body) {
+		if name, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok && name == series {
+			var f float64
+			fmt.Sscan(v, &f)
+			return f
+		}
+	}
+	return -1
 }
 
 // testProgress has a running job report epochs with the token the
@@ -863,6 +879,11 @@ func testProgress(t *testing.T, e *apiEnv) {
 		if err != nil || j.Status.Progress.Epoch != 3 || len(j.Status.Progress.EpochTimes) != 2 || j.Status.Progress.EpochTimes[0].Millis != 55500 {
 			t.Errorf("after the Python report: %v %+v", err, j.Status.Progress)
 		}
+	}
+	// The job's estimated throughput is exported while it runs.
+	_, metricsText := e.call(t, "GET", "/metrics", "", "", "")
+	if v := seriesValue(metricsText, `voda_scheduler_job_estimated_throughput{gpu_type="api-gpu",job="reporter",namespace="voda-api"}`); v < 80 || v > 100 {
+		t.Errorf("estimated throughput %v epochs/h, want ≈90 (40 s epochs at 4 workers)", v)
 	}
 	code, out := e.voda(t, "alice", "describe", "job", "reporter")
 	if code != 0 || !regexpMatch(`Remaining: +\d+m\d+s at one GPU \(estimate\)`, out) || !regexpMatch(`Progress: +epoch [23] of 10, [23] reports; epoch time .*40s at 4 workers`, out) {

@@ -88,6 +88,9 @@ type Controller struct {
 	estMu   sync.Mutex
 	est     *estimator.Estimator
 	learned map[api.JobID]int32
+	// disrupted holds jobs restarting after an action (for the metric of
+	// GPU time lost to restarts); guarded by estMu too.
+	disrupted map[api.JobID]disruption
 
 	mu        sync.Mutex
 	overrides map[api.GPUType]settings
@@ -122,13 +125,14 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 	}
 	return &Controller{
 		opts: opts, client: c, cache: ca, recorder: r, log: opts.Log,
-		ready:    make(chan struct{}),
-		engines:  map[api.GPUType]*engine{},
-		nodes:    map[string]nodeInfo{},
-		jobTypes: map[api.JobID]api.GPUType{},
-		reader:   c,
-		est:      estimator.New(),
-		learned:  map[api.JobID]int32{},
+		ready:     make(chan struct{}),
+		engines:   map[api.GPUType]*engine{},
+		nodes:     map[string]nodeInfo{},
+		jobTypes:  map[api.JobID]api.GPUType{},
+		reader:    c,
+		est:       estimator.New(),
+		learned:   map[api.JobID]int32{},
+		disrupted: map[api.JobID]disruption{},
 	}, nil
 }
 

@@ -108,6 +108,9 @@ func (e *engine) Apply(ctx context.Context, a api.Action) error {
 	}
 	reason, msg := describe(a, j)
 	e.c.event(a.Job, corev1.EventTypeNormal, reason, msg)
+	if a.Kind != api.ActionHalt {
+		e.c.restarting(a.Job, a.To)
+	}
 	return nil
 }
 
@@ -251,6 +254,7 @@ func (e *engine) finish(ctx context.Context, id api.JobID, failed bool, msg stri
 		}
 		e.c.event(id, eventType(failed), reason, words)
 		e.c.finished(ctx, id, !failed)
+		e.jobGone(id)
 		j, _ := en.Job(id)
 		if m := e.c.opts.Metrics; m != nil {
 			m.Finished(e.gpuType, j, j.Phase, time.Now())
@@ -265,6 +269,7 @@ func (e *engine) forget(ctx context.Context, id api.JobID) error {
 	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
 		delete(e.written, id)
 		e.c.finished(ctx, id, false)
+		e.jobGone(id)
 		j, ok := en.Job(id)
 		if !ok {
 			return nil
@@ -292,4 +297,13 @@ func (c *Controller) event(id api.JobID, typ, reason, msg string) {
 	}
 	c.recorder.Event(tj, typ, reason, msg)
 	c.log.Info(msg, "job", id)
+}
+
+// jobGone drops an ended or deleted job's per-job metrics.
+func (e *engine) jobGone(id api.JobID) {
+	if m := e.c.opts.Metrics; m != nil {
+		k := jobKey(id)
+		m.JobGone(e.gpuType, k.Namespace, k.Name)
+	}
+	e.c.runningAgain(id, e.gpuType, false)
 }

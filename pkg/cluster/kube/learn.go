@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,6 +65,9 @@ func (e *engine) learn(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 	if tj.Spec.Epochs > 0 {
 		remaining = fit.Remaining(float64(max(tj.Spec.Epochs-p.Epoch, 0)))
 	}
+	if m := c.opts.Metrics; m != nil && fit.Known() && tj.Status.Workers > 0 {
+		m.Throughput(e.gpuType, tj.Namespace, tj.Name, 3600/fit.Seconds(int(tj.Status.Workers)))
+	}
 	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
 		if _, ok := en.Job(id); !ok {
 			return nil
@@ -99,4 +103,36 @@ func (c *Controller) finished(ctx context.Context, id api.JobID, completed bool)
 	}
 	c.est.Finish(string(id))
 	c.saveHistory(ctx)
+}
+
+// disruption is a job's start, resize or migration that has not yet
+// settled: since when, on how many workers.
+type disruption struct {
+	since   time.Time
+	workers int
+}
+
+// restarting notes that a job's workers restart from now.
+func (c *Controller) restarting(id api.JobID, workers int) {
+	c.estMu.Lock()
+	defer c.estMu.Unlock()
+	if _, ok := c.disrupted[id]; !ok {
+		c.disrupted[id] = disruption{since: time.Now(), workers: workers}
+	} else {
+		d := c.disrupted[id]
+		d.workers = workers
+		c.disrupted[id] = d
+	}
+}
+
+// runningAgain ends a job's disruption: if settled, its GPU time counts as
+// lost to restarting.
+func (c *Controller) runningAgain(id api.JobID, gpuType api.GPUType, settled bool) {
+	c.estMu.Lock()
+	d, ok := c.disrupted[id]
+	delete(c.disrupted, id)
+	c.estMu.Unlock()
+	if ok && settled && c.opts.Metrics != nil {
+		c.opts.Metrics.RestartLost(gpuType, time.Since(d.since).Seconds()*float64(d.workers))
+	}
 }

@@ -301,6 +301,7 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 	}
 	present := make([]bool, n)
 	var waiting []*corev1.Pod
+	running := 0 // workers running on their node
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		idx, ok := workerIndex(tj.Name, p.Name)
@@ -320,7 +321,12 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 				return fmt.Errorf("migrate %s: %w", p.Name, err)
 			}
 			present[idx] = false
+		} else if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" {
+			running++
 		}
+	}
+	if len(waiting) == 0 && !slices.Contains(present, false) && running == int(n) {
+		c.runningAgain(jobID(client.ObjectKeyFromObject(tj)), api.GPUType(tj.Spec.GPUType), true)
 	}
 	if len(waiting) == 0 || slices.Contains(present, false) {
 		return nil // gang: nothing is ungated before every worker has a pod

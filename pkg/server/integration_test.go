@@ -776,27 +776,7 @@ func testProgress(t *testing.T, e *apiEnv) {
 	}
 	defer alice.DeleteJob(ctx, "reporter")
 	// The MPIJob's launcher carries the URL and the token.
-	var url, token string
-	eventually(t, time.Minute, "the MPIJob exists with the progress environment", func() (bool, error) {
-		u, err := e.env.Dynamic.Resource(testenv.MPIJobGVR).Namespace(apiNS).Get(ctx, "reporter", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		env, _, _ := unstructured.NestedSlice(u.Object, "spec", "mpiReplicaSpecs", "Launcher", "template", "spec", "containers")
-		for _, c := range env {
-			vars, _, _ := unstructured.NestedSlice(c.(map[string]any), "env")
-			for _, v := range vars {
-				m := v.(map[string]any)
-				switch m["name"] {
-				case "VODA_PROGRESS_URL":
-					url = m["value"].(string)
-				case "VODA_PROGRESS_TOKEN":
-					token = m["value"].(string)
-				}
-			}
-		}
-		return url != "" && token != "", nil
-	})
+	url, token := e.progressEnv(t, "reporter")
 	if want := e.url + "/api/v1/jobs/reporter/progress"; url != want {
 		t.Fatalf("VODA_PROGRESS_URL %q, want %q", url, want)
 	}
@@ -948,21 +928,7 @@ func testCategoryHistory(t *testing.T, e *apiEnv) {
 		t.Fatal(err)
 	}
 	defer alice.DeleteJob(ctx, "bert-a")
-	var token string
-	eventually(t, time.Minute, "bert-a's MPIJob", func() (bool, error) {
-		u, err := e.env.Dynamic.Resource(testenv.MPIJobGVR).Namespace(apiNS).Get(ctx, "bert-a", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "mpiReplicaSpecs", "Launcher", "template", "spec", "containers")
-		vars, _, _ := unstructured.NestedSlice(cs[0].(map[string]any), "env")
-		for _, v := range vars {
-			if m := v.(map[string]any); m["name"] == "VODA_PROGRESS_TOKEN" {
-				token = m["value"].(string)
-			}
-		}
-		return token != "", nil
-	})
+	_, token := e.progressEnv(t, "bert-a")
 	req, _ := http.NewRequest("POST", e.url+"/api/v1/jobs/bert-a/progress", strings.NewReader(`{"epoch":1,"epochSeconds":40,"workers":4}`))
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
@@ -988,4 +954,32 @@ func testCategoryHistory(t *testing.T, e *apiEnv) {
 		got := float64(*j.Status.RemainingSeconds)
 		return got > 0.99*want && got < 1.01*want && j.Status.Progress == nil, fmt.Errorf("remaining %v s, want ≈%.0f", got, want)
 	})
+}
+
+// progressEnv waits for a job's MPIJob and returns the progress URL and
+// token its launcher got.
+func (e *apiEnv) progressEnv(t *testing.T, job string) (url, token string) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, time.Minute, job+"'s MPIJob with the progress environment", func() (bool, error) {
+		u, err := e.env.Dynamic.Resource(testenv.MPIJobGVR).Namespace(apiNS).Get(ctx, job, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "mpiReplicaSpecs", "Launcher", "template", "spec", "containers")
+		for _, c := range cs {
+			vars, _, _ := unstructured.NestedSlice(c.(map[string]any), "env")
+			for _, v := range vars {
+				m := v.(map[string]any)
+				switch m["name"] {
+				case "VODA_PROGRESS_URL":
+					url = m["value"].(string)
+				case "VODA_PROGRESS_TOKEN":
+					token = m["value"].(string)
+				}
+			}
+		}
+		return url != "" && token != "", nil
+	})
+	return url, token
 }

@@ -96,23 +96,29 @@ func TestRunIsDeterministic(t *testing.T) {
 	}
 	w := workload(jobs...)
 	for _, p := range algorithm.Names() {
-		cfg := config(p)
-		a, err := Run(cfg, w, cat)
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		b, err := Run(cfg, w, cat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(a, b); diff != "" {
-			t.Fatalf("%s: two runs differ (-first,+second):\n%s", p, diff)
-		}
+		a := runTwice(t, config(p), w)
 		s := Summarise(a)
 		if s.Jobs != 40 || !(s.AvgJCT >= s.LowerBound) || s.GPUUtil <= 0 || s.GPUUtil > 1 || s.EffUtil > s.GPUUtil+1e-9 {
 			t.Errorf("%s: implausible summary %+v", p, s)
 		}
 	}
+}
+
+// runTwice runs a workload twice and fails unless the results are equal.
+func runTwice(t *testing.T, cfg Config, w Workload) Result {
+	t.Helper()
+	a, err := Run(cfg, w, cat)
+	if err != nil {
+		t.Fatalf("%s: %v", cfg.Policy, err)
+	}
+	b, err := Run(cfg, w, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Fatalf("%s: two runs differ (-first,+second):\n%s", cfg.Policy, diff)
+	}
+	return a
 }
 
 // With estimated information, runs are deterministic too, every job
@@ -127,17 +133,7 @@ func TestEstimatedInformation(t *testing.T) {
 	for _, p := range algorithm.Names() {
 		cfg := config(p)
 		cfg.Interval, cfg.Information = time.Minute, InfoEstimated
-		a, err := Run(cfg, w, cat)
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		b, err := Run(cfg, w, cat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(a, b); diff != "" {
-			t.Fatalf("%s: two runs differ (-first,+second):\n%s", p, diff)
-		}
+		a := runTwice(t, cfg, w)
 		if len(a.Jobs) != 30 || len(a.EstimateErrors[1]) == 0 {
 			t.Errorf("%s: %d jobs, %d errors after one report", p, len(a.Jobs), len(a.EstimateErrors[1]))
 		}

@@ -1,0 +1,156 @@
+package kube_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vodascheduler/voda/internal/testenv"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+)
+
+// testSeed003 reproduces the experiment of seeds/003 (the Kubeflow
+// gang-scheduling guide): 4 nodes with 1 GPU each; job 1 needs 3 GPUs, job
+// 2 needs 2. With the plain kube-scheduler and no gang, job 2 starts
+// partially: one worker holds a GPU it cannot use. With Voda, job 2 waits
+// with a message and has no MPIJob and no pod at all.
+func testSeed003(t *testing.T, k *cluster) {
+	const ns, gpu = "seed003", "seed003-gpu"
+	k.scenario(t, ns, gpu, 4, 1)
+	ctx := context.Background()
+
+	t.Run("PlainScheduler", func(t *testing.T) {
+		// MPIJobs created directly: mpi-operator creates every worker pod,
+		// kube-scheduler binds whichever fits.
+		for _, j := range []struct {
+			name    string
+			workers int64
+		}{{"plain-1", 3}, {"plain-2", 2}} {
+			if err := k.c.Create(ctx, plainMPIJob(ns, j.name, gpu, j.workers)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Second) // job 1 first, as in the seed
+		}
+		var running, pending map[string]int
+		err := testenv.PollUntil(ctx, 60*time.Second, "plain-2 partially started", func(ctx context.Context) (bool, error) {
+			var err error
+			running, pending, err = k.workerPhases(ctx, ns)
+			return running["plain-1"] == 3 && running["plain-2"] == 1 && pending["plain-2"] == 1, err
+		})
+		if err != nil {
+			t.Fatalf("%v: running %v, pending %v", err, running, pending)
+		}
+		t.Logf("plain kube-scheduler: plain-1 runs 3/3 workers; plain-2 runs 1/2, holding a GPU it cannot use, 1 pending")
+		for _, n := range []string{"plain-1", "plain-2"} {
+			u := plainMPIJob(ns, n, gpu, 0)
+			if err := k.c.Delete(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = testenv.PollUntil(ctx, 60*time.Second, "plain jobs' pods gone", func(ctx context.Context) (bool, error) {
+			var pods corev1.PodList
+			err := k.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"training.kubeflow.org/job-role": "worker"})
+			return len(pods.Items) == 0, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("Voda", func(t *testing.T) {
+		k.startController(t, controllerOpts(t, gpu))
+		k.create(t, newJob(ns, "voda-1", gpu, 3, 3))
+		k.waitSettled(t, ns, "voda-1", 3)
+		k.create(t, newJob(ns, "voda-2", gpu, 2, 2))
+		err := testenv.PollUntil(ctx, 30*time.Second, "voda-2 waiting", func(ctx context.Context) (bool, error) {
+			j := k.job(t, ns, "voda-2")
+			return j.Status.Phase == v1alpha1.PhaseWaiting && j.Status.Message != "", nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second) // a few more rounds: still nothing
+		j := k.job(t, ns, "voda-2")
+		if j.Status.Phase != v1alpha1.PhaseWaiting || !strings.Contains(j.Status.Message, "2") {
+			t.Errorf("voda-2 is %s: %q", j.Status.Phase, j.Status.Message)
+		}
+		var pods corev1.PodList
+		if err := k.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v1alpha1.JobLabel: "voda-2"}); err != nil || len(pods.Items) != 0 {
+			t.Errorf("voda-2 has %d pods (%v)", len(pods.Items), err)
+		}
+		if u := k.mpiJobOrNil(t, ns, "voda-2"); u != nil {
+			t.Error("voda-2 has an MPIJob")
+		}
+		t.Logf("Voda: voda-1 runs 3/3 workers; voda-2 waits with no pod: %q", j.Status.Message)
+	})
+}
+
+// plainMPIJob is an MPIJob run without Voda: no gate, the plain scheduler.
+func plainMPIJob(ns, name, gpuType string, workers int64) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("kubeflow.org/v2beta1")
+	u.SetKind("MPIJob")
+	u.SetNamespace(ns)
+	u.SetName(name)
+	container := func(n string, gpus bool) map[string]any {
+		c := map[string]any{"name": n, "image": "horovod/horovod:0.28.1"}
+		if gpus {
+			c["resources"] = map[string]any{"limits": map[string]any{string(v1alpha1.GPUResource): "1"}}
+		}
+		return c
+	}
+	u.Object["spec"] = map[string]any{
+		"slotsPerWorker": int64(1),
+		"runPolicy":      map[string]any{"cleanPodPolicy": "Running"},
+		"mpiReplicaSpecs": map[string]any{
+			"Launcher": map[string]any{"replicas": int64(1), "template": map[string]any{
+				"spec": map[string]any{"containers": []any{container("launcher", false)}}}},
+			"Worker": map[string]any{"replicas": workers, "template": map[string]any{
+				"spec": map[string]any{
+					"nodeSelector": map[string]any{v1alpha1.AcceleratorLabel: gpuType},
+					"containers":   []any{container("worker", true)},
+				}}},
+		},
+	}
+	return u
+}
+
+// workerPhases counts each MPIJob's worker pods by phase (Running, or
+// Pending for pods not bound to a node).
+func (k *cluster) workerPhases(ctx context.Context, ns string) (running, pending map[string]int, err error) {
+	var pods corev1.PodList
+	if err := k.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"training.kubeflow.org/job-role": "worker"}); err != nil {
+		return nil, nil, err
+	}
+	running, pending = map[string]int{}, map[string]int{}
+	for _, p := range pods.Items {
+		job := p.Labels["training.kubeflow.org/job-name"]
+		switch {
+		case p.Status.Phase == corev1.PodRunning:
+			running[job]++
+		case p.Spec.NodeName == "":
+			pending[job]++
+		}
+	}
+	return running, pending, nil
+}
+
+// mpiJobOrNil returns a job's MPIJob, or nil if there is none.
+func (k *cluster) mpiJobOrNil(t *testing.T, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := k.env.Dynamic.Resource(testenv.MPIJobGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		if strings.Contains(err.Error(), "not found") {
+			return nil
+		}
+		t.Fatal(fmt.Errorf("MPIJob %s: %w", name, err))
+	}
+	return u
+}

@@ -81,6 +81,9 @@ type Controller struct {
 
 	// reader reads around the cache (the progress key's Secret).
 	reader client.Reader
+	// foreign caches the pods that are not Voda's, to count the GPUs they
+	// hold on Voda's nodes; nil counts none.
+	foreign cache.Cache
 	// progressKey signs the jobs' progress tokens; nil without ProgressURL.
 	progressKey []byte
 	// est learns speedup and remaining time from progress reports; guarded
@@ -147,6 +150,9 @@ func (c *Controller) Start(ctx context.Context) error {
 	if !c.cache.WaitForCacheSync(ctx) {
 		return errors.New("caches did not sync")
 	}
+	if c.foreign != nil && !c.foreign.WaitForCacheSync(ctx) {
+		return errors.New("the cache of other pods did not sync")
+	}
 	overrides, _, err := c.readConfig(ctx)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", ConfigMapName, err)
@@ -185,7 +191,10 @@ func (c *Controller) restore(ctx context.Context) error {
 		return fmt.Errorf("list nodes: %w", err)
 	}
 	for i := range nodes.Items {
-		info := nodeInfoOf(&nodes.Items[i])
+		info, err := c.nodeInfo(ctx, &nodes.Items[i])
+		if err != nil {
+			return err
+		}
 		if !info.usable() || !c.handles(info.gpuType) {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -154,3 +155,43 @@ func (k *cluster) mpiJobOrNil(t *testing.T, ns, name string) *unstructured.Unstr
 	}
 	return u
 }
+
+// testContention: pods that are not Voda's hold GPUs of Voda's nodes. Voda
+// plans only around them — no gang of its own stays partly pending — and
+// takes the GPUs back when they go.
+func testContention(t *testing.T, k *cluster) {
+	const ns, gpu = "contention", "contention-gpu"
+	nodes := k.scenario(t, ns, gpu, 1, 4)
+	ctx := context.Background()
+	other := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "notebook"},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{corev1.LabelHostname: nodes[0]},
+			Containers: []corev1.Container{{Name: "jupyter", Image: "jupyter/base-notebook",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{v1alpha1.GPUResource: resourceOf("3")}}}},
+		},
+	}
+	k.create(t, other)
+	err := testenv.PollUntil(ctx, 30*time.Second, "the notebook runs", func(ctx context.Context) (bool, error) {
+		var p corev1.Pod
+		err := k.c.Get(ctx, client.ObjectKeyFromObject(other), &p)
+		return err == nil && p.Status.Phase == corev1.PodRunning, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.startController(t, controllerOpts(t, gpu))
+	k.create(t, newJob(ns, "elastic", gpu, 1, 4), newJob(ns, "rigid", gpu, 2, 2))
+	// One GPU is left: the elastic job gets it, the rigid one waits.
+	k.waitSettled(t, ns, "elastic", 1)
+	if j := k.job(t, ns, "rigid"); j.Status.Phase != v1alpha1.PhaseWaiting {
+		t.Errorf("rigid is %s with %d workers", j.Status.Phase, j.Status.Workers)
+	}
+	// The notebook goes: both jobs get GPUs (4 = rigid 2 + elastic 2).
+	if err := k.c.Delete(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	k.waitAllSettled(t, ns, []string{"elastic", "rigid"}, 4)
+}
+
+func resourceOf(s string) resource.Quantity { return resource.MustParse(s) }

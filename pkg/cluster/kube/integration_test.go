@@ -42,6 +42,7 @@ func TestIntegrationController(t *testing.T) {
 	t.Run("LeaderElection", func(t *testing.T) { testLeaderElection(t, k) })
 	t.Run("RuntimeSettings", func(t *testing.T) { testRuntimeSettings(t, k) })
 	t.Run("Seed003", func(t *testing.T) { testSeed003(t, k) })
+	t.Run("Contention", func(t *testing.T) { testContention(t, k) })
 	// Every scenario above ran its controllers as the chart's
 	// ServiceAccount: its rules are enough. Here: they are no more.
 	t.Run("RBACMinimal", func(t *testing.T) { testRBACMinimal(t, k) })

@@ -107,6 +107,14 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, *Controlle
 		return nil, nil, err
 	}
 	c.reader = mgr.GetAPIReader()
+	foreign, err := newForeignCache(context.Background(), cfg, cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.Add(foreign); err != nil {
+		return nil, nil, err
+	}
+	c.foreign = foreign
 	if err := c.Setup(mgr); err != nil {
 		return nil, nil, err
 	}

@@ -46,10 +46,13 @@ func (c *Controller) Setup(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
+	nodes := ctrl.NewControllerManagedBy(mgr).
 		Named("node").
-		For(&corev1.Node{}).
-		Complete(reconcile.Func(c.reconcileNode))
+		For(&corev1.Node{})
+	if c.foreign != nil {
+		nodes = nodes.WatchesRawSource(c.foreignPodSource())
+	}
+	err = nodes.Complete(reconcile.Func(c.reconcileNode))
 	if err != nil || c.opts.ConfigNamespace == "" {
 		return err
 	}
@@ -115,6 +118,21 @@ func NodeGPUs(n *corev1.Node) (api.GPUType, int) {
 	return info.gpuType, info.gpus
 }
 
+// nodeInfo is what the engines see of a node: nodeInfoOf, less the GPUs
+// other pods hold there.
+func (c *Controller) nodeInfo(ctx context.Context, n *corev1.Node) (nodeInfo, error) {
+	info := nodeInfoOf(n)
+	if info.gpus == 0 {
+		return info, nil
+	}
+	taken, err := c.foreignGPUs(ctx, n.Name)
+	if err != nil {
+		return info, err
+	}
+	info.gpus = max(info.gpus-taken, 0)
+	return info, nil
+}
+
 // reconcileNode tells the engines about a node that joined, left or
 // changed GPU type or capacity.
 func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -128,7 +146,9 @@ func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (
 	case err != nil:
 		return reconcile.Result{}, err
 	default:
-		info = nodeInfoOf(&n)
+		if info, err = c.nodeInfo(ctx, &n); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	if !c.handles(info.gpuType) {
 		info.gpuType, info.gpus = "", 0

@@ -244,3 +244,37 @@ func TestParseSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestPodGPUs(t *testing.T) {
+	gpus := func(req, lim string) corev1.Container {
+		c := corev1.Container{}
+		if req != "" {
+			c.Resources.Requests = corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse(req)}
+		}
+		if lim != "" {
+			c.Resources.Limits = corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse(lim)}
+		}
+		return c
+	}
+	cases := []struct {
+		name       string
+		containers []corev1.Container
+		inits      []corev1.Container
+		want       int64
+	}{
+		{"none", []corev1.Container{{}}, nil, 0},
+		{"limits only", []corev1.Container{gpus("", "2"), gpus("", "1")}, nil, 3},
+		{"requests", []corev1.Container{gpus("2", "2")}, nil, 2},
+		{"a larger init container", []corev1.Container{gpus("", "1")}, []corev1.Container{gpus("", "4")}, 4},
+	}
+	for _, c := range cases {
+		p := &corev1.Pod{Spec: corev1.PodSpec{Containers: c.containers, InitContainers: c.inits}}
+		if got := podGPUs(p); got != c.want {
+			t.Errorf("%s: %d GPUs, want %d", c.name, got, c.want)
+		}
+		slim, _ := slimPod(p)
+		if got := podGPUs(slim.(*corev1.Pod)); got != c.want {
+			t.Errorf("%s: the cached pod holds %d GPUs, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+)
+
+// Pods that are not Voda's may hold GPUs of Voda's nodes too (a notebook,
+// an inference server, another scheduler's job). Voda counts a node's GPUs
+// as its allocatable ones minus those held by such pods, so that it never
+// plans a gang onto GPUs somebody else has: the gang would stay partly
+// pending. A second cache watches them, in every namespace, keeping only
+// what the count needs.
+
+// nodeNameField indexes foreign pods by the node they are bound to.
+const nodeNameField = "spec.nodeName"
+
+// newForeignCache returns the cache of pods without Voda's job label that
+// are not finished, indexed by node.
+func newForeignCache(ctx context.Context, cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+	notJob, err := labels.NewRequirement(v1alpha1.JobLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		return nil, err
+	}
+	opts.DefaultNamespaces = nil
+	opts.ByObject = map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {
+			Label: labels.NewSelector().Add(*notJob),
+			Field: fields.AndSelectors(
+				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed))),
+			Transform: slimPod,
+		},
+	}
+	c, err := cache.New(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("cache of other pods: %w", err)
+	}
+	err = c.IndexField(ctx, &corev1.Pod{}, nodeNameField, func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// slimPod keeps of a pod what the GPU count needs.
+func slimPod(o any) (any, error) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return o, nil
+	}
+	slim := &corev1.Pod{
+		ObjectMeta: p.ObjectMeta,
+		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName},
+		Status:     corev1.PodStatus{Phase: p.Status.Phase},
+	}
+	slim.ManagedFields, slim.Annotations = nil, nil
+	if n := podGPUs(p); n > 0 {
+		slim.Spec.Containers = []corev1.Container{{Name: "gpus", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{v1alpha1.GPUResource: *resourceQuantity(n)}}}}
+	}
+	return slim, nil
+}
+
+// podGPUs is the GPUs a pod holds: the larger of its containers' sum and
+// its largest init container, requests or else limits (extended resources
+// cannot be overcommitted, so they are equal when both are set).
+func podGPUs(p *corev1.Pod) int64 {
+	of := func(c corev1.Container) int64 {
+		if q, ok := c.Resources.Requests[v1alpha1.GPUResource]; ok {
+			return q.Value()
+		}
+		if q, ok := c.Resources.Limits[v1alpha1.GPUResource]; ok {
+			return q.Value()
+		}
+		return 0
+	}
+	var sum, init int64
+	for _, c := range p.Spec.Containers {
+		sum += of(c)
+	}
+	for _, c := range p.Spec.InitContainers {
+		init = max(init, of(c))
+	}
+	return max(sum, init)
+}
+
+// foreignGPUs is the GPUs other pods hold on a node.
+func (c *Controller) foreignGPUs(ctx context.Context, node string) (int, error) {
+	if c.foreign == nil {
+		return 0, nil
+	}
+	var pods corev1.PodList
+	if err := c.foreign.List(ctx, &pods, client.MatchingFields{nodeNameField: node}); err != nil {
+		return 0, err
+	}
+	var n int64
+	for i := range pods.Items {
+		n += podGPUs(&pods.Items[i])
+	}
+	return int(n), nil
+}
+
+// foreignPodSource wakes the node reconciler when another pod arrives on,
+// changes on or leaves a node.
+func (c *Controller) foreignPodSource() source.Source {
+	return source.Kind(c.foreign, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(
+		func(_ context.Context, p *corev1.Pod) []reconcile.Request {
+			if p.Spec.NodeName == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: p.Spec.NodeName}}}
+		}))
+}
+
+func resourceQuantity(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }

@@ -122,6 +122,7 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
 	f.StringVar(&o.ProgressURL, "progress-url", "", "base URL of the REST API as the jobs' pods reach it (e.g. http://voda.voda-system:8088); when set, every job's pods get VODA_PROGRESS_URL and VODA_PROGRESS_TOKEN to report their epochs, from which speedup and remaining time are estimated")
 	f.StringVar(&o.MetricsDir, "metrics-dir", "", "directory of the original Voda's per-job metrics CSV files (<job>.csv, one row per epoch); read into the jobs' progress")
 	f.DurationVar(&o.MetricsScan, "metrics-scan", kube.DefaultMetricsScan, "how often --metrics-dir is read")
+	f.DurationVar(&o.GangTimeout, "gang-timeout", kube.DefaultGangTimeout, "how long a job's workers may take to all run after a start, resize or migration before the job gives its GPUs back and is requeued")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
 	api.add(f)
 	return cmd

@@ -220,6 +220,8 @@ func (e *Engine) Step(ev Event) error {
 		e.rateLimit = ev.Every
 	case ActionFailed:
 		e.forget(ev)
+	case JobStalled:
+		return e.stall(ev)
 	case Tick:
 	default:
 		return fmt.Errorf("unknown event %T", ev)
@@ -285,6 +287,25 @@ func (e *Engine) finish(id api.JobID, phase api.Phase, msg string) error {
 	e.deactivate(id)
 	delete(e.assumed, id)
 	e.dirty = true
+	return nil
+}
+
+// stall requeues a running job whose workers did not start.
+func (e *Engine) stall(ev JobStalled) error {
+	j, ok := e.jobs[ev.ID]
+	if !ok {
+		return fmt.Errorf("job %s is not known", ev.ID)
+	}
+	if j.Phase != api.PhaseRunning {
+		return nil // already waiting or ended: nothing to take back
+	}
+	j.LastRunSeconds = e.now.Sub(j.LastStarted).Seconds()
+	j.WaitingSinceRunSeconds = 0
+	j.Phase, j.Workers, j.Nodes = api.PhaseWaiting, 0, nil
+	j.Preemptions++
+	j.setMessage("requeued: " + ev.Reason)
+	delete(e.assumed, ev.ID)
+	e.dirty, e.needPlacement = true, true
 	return nil
 }
 

@@ -31,6 +31,14 @@ type JobFailed struct {
 	Reason string
 }
 
+// JobStalled takes a running job's GPUs back because its workers did not
+// all start (a gang that stayed partly pending): the job waits again,
+// counted as preempted, and is requeued for the next rescheduling.
+type JobStalled struct {
+	ID     api.JobID
+	Reason string
+}
+
 // NodeSet adds a node or changes its GPU count.
 type NodeSet struct{ Node api.Node }
 
@@ -62,6 +70,7 @@ type ActionFailed struct {
 type Tick struct{}
 
 func (JobSubmitted) isEvent() {}
+func (JobStalled) isEvent()   {}
 func (JobDeleted) isEvent()   {}
 func (JobCompleted) isEvent() {}
 func (JobFailed) isEvent()    {}

@@ -28,6 +28,8 @@ import (
 const (
 	DefaultPolicy     = "ElasticFIFO"
 	DefaultSyncPeriod = 30 * time.Second
+	// DefaultGangTimeout is how long a gang may take to start.
+	DefaultGangTimeout = 5 * time.Minute
 )
 
 // Options configure the controller.
@@ -63,6 +65,10 @@ type Options struct {
 	// jobs' progress.
 	MetricsDir  string
 	MetricsScan time.Duration
+	// GangTimeout is how long a job's workers may take to all run after a
+	// start, resize or migration before the job gives its GPUs back and is
+	// requeued; zero means 5 minutes.
+	GangTimeout time.Duration
 }
 
 // Controller runs one engine per GPU type against the API server. Build it
@@ -119,6 +125,9 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 	}
 	if opts.SyncPeriod <= 0 {
 		opts.SyncPeriod = DefaultSyncPeriod
+	}
+	if opts.GangTimeout <= 0 {
+		opts.GangTimeout = DefaultGangTimeout
 	}
 	if opts.MetricsScan <= 0 {
 		opts.MetricsScan = DefaultMetricsScan

@@ -195,3 +195,49 @@ func testContention(t *testing.T, k *cluster) {
 }
 
 func resourceOf(s string) resource.Quantity { return resource.MustParse(s) }
+
+// testGangTimeout: a gang whose workers cannot all start (the node refuses
+// them: a taint Voda does not know about) gives its GPUs back after the
+// gang timeout, with an Event, and runs once the node takes pods again.
+func testGangTimeout(t *testing.T, k *cluster) {
+	const ns, gpu = "gangtimeout", "gangtimeout-gpu"
+	nodes := k.scenario(t, ns, gpu, 1, 2)
+	ctx := context.Background()
+	taint := func(on bool) {
+		var n corev1.Node
+		if err := k.c.Get(ctx, client.ObjectKey{Name: nodes[0]}, &n); err != nil {
+			t.Fatal(err)
+		}
+		n.Spec.Taints = nil
+		if on {
+			n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "inference", Effect: corev1.TaintEffectNoSchedule}}
+		}
+		if err := k.c.Update(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	taint(true)
+	o := controllerOpts(t, gpu)
+	o.GangTimeout = 3 * time.Second
+	k.startController(t, o)
+	k.create(t, newJob(ns, "stuck", gpu, 2, 2))
+	err := testenv.PollUntil(ctx, 60*time.Second, "a GangTimeout event", func(ctx context.Context) (bool, error) {
+		var events corev1.EventList
+		err := k.c.List(ctx, &events, client.InNamespace(ns))
+		for _, e := range events.Items {
+			if e.Reason == "GangTimeout" && e.InvolvedObject.Name == "stuck" && e.Type == corev1.EventTypeWarning &&
+				strings.Contains(e.Message, "2 of 2 workers not running 3s after they were placed") {
+				return true, nil
+			}
+		}
+		return false, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := k.job(t, ns, "stuck"); j.Status.Preemptions < 1 {
+		t.Errorf("stuck was not counted as preempted: %+v", j.Status)
+	}
+	taint(false)
+	k.waitSettled(t, ns, "stuck", 2)
+}

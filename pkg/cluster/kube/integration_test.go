@@ -43,6 +43,7 @@ func TestIntegrationController(t *testing.T) {
 	t.Run("RuntimeSettings", func(t *testing.T) { testRuntimeSettings(t, k) })
 	t.Run("Seed003", func(t *testing.T) { testSeed003(t, k) })
 	t.Run("Contention", func(t *testing.T) { testContention(t, k) })
+	t.Run("GangTimeout", func(t *testing.T) { testGangTimeout(t, k) })
 	// Every scenario above ran its controllers as the chart's
 	// ServiceAccount: its rules are enough. Here: they are no more.
 	t.Run("RBACMinimal", func(t *testing.T) { testRBACMinimal(t, k) })

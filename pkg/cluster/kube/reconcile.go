@@ -237,7 +237,8 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 	}
 	switch tj.Status.Phase {
 	case v1alpha1.PhaseRunning:
-		return reconcile.Result{}, c.convergeRunning(ctx, &tj, mpi)
+		recheck, err := c.convergeRunning(ctx, &tj, mpi)
+		return reconcile.Result{RequeueAfter: recheck}, err
 	case v1alpha1.PhaseWaiting:
 		if mpi != nil && !readMPIJob(mpi).suspended {
 			return reconcile.Result{}, c.patchMPIJob(ctx, mpi, true, readMPIJob(mpi).replicas)
@@ -295,29 +296,33 @@ func (c *Controller) foreignMPIJob(ctx context.Context, tj *v1alpha1.TrainingJob
 
 // convergeRunning makes the MPIJob run the status's allocation and its
 // workers sit on the status's placement.
-func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJob, mpi *unstructured.Unstructured) error {
+//
+// It returns when to look again if the gang is not all running yet: a gang
+// still not running GangTimeout after its start, resize or migration gives
+// its GPUs back and is requeued.
+func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJob, mpi *unstructured.Unstructured) (time.Duration, error) {
 	n := tj.Status.Workers
 	placement := tj.Status.Placement
 	if int(n) != len(placement) || n < 1 {
-		return fmt.Errorf("status of %s/%s runs %d workers but places %d", tj.Namespace, tj.Name, n, len(placement))
+		return 0, fmt.Errorf("status of %s/%s runs %d workers but places %d", tj.Namespace, tj.Name, n, len(placement))
 	}
 	if mpi == nil {
 		u, err := buildMPIJob(tj, n, c.progressEnv(tj)...)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if err := c.client.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create MPIJob: %w", err)
+			return 0, fmt.Errorf("create MPIJob: %w", err)
 		}
 	} else if st := readMPIJob(mpi); st.suspended || st.replicas != n {
 		if err := c.patchMPIJob(ctx, mpi, false, n); err != nil {
-			return err
+			return 0, err
 		}
 	}
 
 	var pods corev1.PodList
 	if err := c.client.List(ctx, &pods, client.InNamespace(tj.Namespace), client.MatchingLabels{v1alpha1.JobLabel: tj.Name}); err != nil {
-		return err
+		return 0, err
 	}
 	present := make([]bool, n)
 	var waiting []*corev1.Pod
@@ -338,26 +343,64 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 			// A worker on the wrong node: delete it, the operator recreates
 			// it gated, and it is ungated onto its new node.
 			if err := c.client.Delete(ctx, p); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("migrate %s: %w", p.Name, err)
+				return 0, fmt.Errorf("migrate %s: %w", p.Name, err)
 			}
 			present[idx] = false
 		} else if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" {
 			running++
 		}
 	}
+	id := jobID(client.ObjectKeyFromObject(tj))
 	if len(waiting) == 0 && !slices.Contains(present, false) && running == int(n) {
-		c.runningAgain(jobID(client.ObjectKeyFromObject(tj)), api.GPUType(tj.Spec.GPUType), true)
+		c.runningAgain(id, api.GPUType(tj.Spec.GPUType), true)
+		return 0, nil
+	}
+	if recheck, err := c.checkGang(ctx, tj, id, int(n)-running); recheck <= 0 || err != nil {
+		return 0, err
 	}
 	if len(waiting) == 0 || slices.Contains(present, false) {
-		return nil // gang: nothing is ungated before every worker has a pod
+		return c.opts.GangTimeout, nil // gang: nothing is ungated before every worker has a pod
 	}
 	for _, p := range waiting {
 		idx, _ := workerIndex(tj.Name, p.Name)
 		if err := c.ungate(ctx, p, c.hostname(placement[idx])); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return c.opts.GangTimeout, nil
+}
+
+// checkGang requeues a job whose gang has not all run for GangTimeout since
+// its last start, resize or migration (say, GPUs taken by something else in
+// the meantime, a node that refuses the pods): its GPUs go back and it
+// waits for the next rescheduling, with a Warning Event saying why. It
+// returns 0 once it did, else how long until the timeout.
+func (c *Controller) checkGang(ctx context.Context, tj *v1alpha1.TrainingJob, id api.JobID, notRunning int) (time.Duration, error) {
+	c.estMu.Lock()
+	d, ok := c.disrupted[id]
+	c.estMu.Unlock()
+	if !ok {
+		return c.opts.GangTimeout, nil // not started by this controller: no clock to go by
+	}
+	if left := c.opts.GangTimeout - time.Since(d.since); left > 0 {
+		return left, nil
+	}
+	gt := api.GPUType(tj.Spec.GPUType)
+	reason := fmt.Sprintf("%d of %d workers not running %s after they were placed", notRunning, tj.Status.Workers, c.opts.GangTimeout)
+	e := c.engineFor(gt)
+	err := e.loop.Do(ctx, func(en *scheduler.Engine) error {
+		if err := en.Step(scheduler.JobStalled{ID: id, Reason: reason}); err != nil {
+			return err
+		}
+		j, _ := en.Job(id)
+		return e.persist(ctx, j, true)
+	})
+	if err != nil {
+		return 0, err
+	}
+	c.runningAgain(id, gt, true)
+	c.event(id, corev1.EventTypeWarning, "GangTimeout", "Requeued: "+reason)
+	return 0, nil
 }
 
 // podHost is the hostname a pod runs on or is bound for, if any.

@@ -38,6 +38,7 @@ scheduler:
     nvidia-gtx-1080ti: {algorithm: AFS-L}
   gpuTypes: [nvidia-tesla-v100, nvidia-gtx-1080ti]
   statusSync: 10s
+  gangTimeout: 2m
 watchNamespace: ml
 api:
   port: 8443
@@ -147,7 +148,7 @@ func TestChartRendersWhatItPromises(t *testing.T) {
 	full := render(allOptions).Spec.Template.Spec.Containers[0]
 	for _, want := range []string{"--algorithm=Tiresias", "--rate-limit=10s", "--gpu-types=nvidia-tesla-v100,nvidia-gtx-1080ti",
 		"--namespace=ml", "--api-namespace=ml", "--api-addr=:8443", "--api-auth=static", "--api-token-file=/etc/voda/tokens/tokens.csv",
-		"--api-admin-groups=ml-admins", "--api-tls-cert-file=/etc/voda/tls/tls.crt", "--metrics-addr=:9090", "--api-max-body-bytes=262144", "--metrics-dir=/metrics", "--verbose"} {
+		"--api-admin-groups=ml-admins", "--api-tls-cert-file=/etc/voda/tls/tls.crt", "--metrics-addr=:9090", "--api-max-body-bytes=262144", "--metrics-dir=/metrics", "--gang-timeout=2m", "--verbose"} {
 		if !contains(full.Args, want) {
 			t.Errorf("every option: %s missing from %v", want, full.Args)
 		}

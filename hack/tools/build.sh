@@ -64,6 +64,7 @@ etcd_ver=$(version etcd go.etcd.io/etcd/server/v3)
 kwok_ver=$(version kwok sigs.k8s.io/kwok)
 mpi_ver=$(version mpi-operator github.com/kubeflow/mpi-operator)
 helm_ver=$(version helm helm.sh/helm/v3)
+sp_ver=$(version scheduler-plugins sigs.k8s.io/scheduler-plugins)
 
 # Kubernetes stamps its version at link time; without it the servers report v0.0.0.
 k8s_minor=$(echo "$k8s_ver" | cut -d. -f2)
@@ -84,6 +85,7 @@ build k8s "$k8s_ver" "$k8s_ldflags" \
 build kwok "$kwok_ver" "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_ver#v}" sigs.k8s.io/kwok/cmd/kwok
 build mpi-operator "$mpi_ver" "" github.com/kubeflow/mpi-operator/cmd/mpi-operator
 build helm "$helm_ver" "-X helm.sh/helm/v3/internal/version.version=$helm_ver" helm.sh/helm/v3/cmd/helm
+build scheduler-plugins "$sp_ver" "" sigs.k8s.io/scheduler-plugins/cmd/scheduler sigs.k8s.io/scheduler-plugins/cmd/controller
 
 # The MPIJob CRD comes from the same pinned module, copied at build time.
 crd="$cache/mpi-operator-$mpi_ver/crd/kubeflow.org_mpijobs.yaml"
@@ -92,6 +94,15 @@ if [ ! -f "$crd" ]; then
 	mkdir -p "$(dirname "$crd")"
 	cp "$moddir/manifests/base/kubeflow.org_mpijobs.yaml" "$crd"
 	chmod 0644 "$crd"
+fi
+
+# The PodGroup CRD of coscheduling, from the same pinned module.
+spcrd="$cache/scheduler-plugins-$sp_ver/crd/scheduling.x-k8s.io_podgroups.yaml"
+if [ ! -f "$spcrd" ]; then
+	moddir=$(cd "$here/scheduler-plugins" && "$go" list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)
+	mkdir -p "$(dirname "$spcrd")"
+	cp "$moddir/manifests/coscheduling/crd.yaml" "$spcrd"
+	chmod 0644 "$spcrd"
 fi
 
 # $cache/bin: one stable place with the pinned versions.
@@ -103,5 +114,8 @@ done
 ln -sfn "../kwok-$kwok_ver/bin/kwok" "$cache/bin/kwok"
 ln -sfn "../mpi-operator-$mpi_ver/bin/mpi-operator" "$cache/bin/mpi-operator"
 ln -sfn "../helm-$helm_ver/bin/helm" "$cache/bin/helm"
+ln -sfn "../scheduler-plugins-$sp_ver/bin/scheduler" "$cache/bin/scheduler-plugins-scheduler"
+ln -sfn "../scheduler-plugins-$sp_ver/bin/controller" "$cache/bin/scheduler-plugins-controller"
+ln -sfn "../scheduler-plugins-$sp_ver/crd/scheduling.x-k8s.io_podgroups.yaml" "$cache/bin/scheduling.x-k8s.io_podgroups.yaml"
 ln -sfn "../mpi-operator-$mpi_ver/crd/kubeflow.org_mpijobs.yaml" "$cache/bin/kubeflow.org_mpijobs.yaml"
 echo "tools: ready in $cache/bin"

@@ -16,6 +16,7 @@ const BinEnv = "VODA_TOOLS_BIN"
 var requiredFiles = []string{
 	"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
 	"kwok", "mpi-operator", "kubeflow.org_mpijobs.yaml", "kubectl", "helm",
+	"scheduler-plugins-scheduler", "scheduler-plugins-controller", "scheduling.x-k8s.io_podgroups.yaml",
 }
 
 // ErrNoBinaries is returned, wrapped, when the component binaries are not built.

@@ -1,6 +1,6 @@
 // The scheduler-plugins scheduler (coscheduling) and PodGroup controller,
-// pinned for running Voda next to a coscheduling secondary scheduler. The
-// module resolves (go.sum); hack/tools/build.sh does not build it yet.
+// pinned for running Voda next to a coscheduling secondary scheduler in the
+// tests; hack/tools/build.sh builds them.
 module github.com/vodascheduler/voda/hack/tools/scheduler-plugins
 
 go 1.26

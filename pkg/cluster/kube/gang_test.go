@@ -65,6 +65,63 @@ func testSeed003(t *testing.T, k *cluster) {
 		}
 	})
 
+	t.Run("Coscheduling", func(t *testing.T) {
+		// The scheduler-plugins scheduler with coscheduling: each job's
+		// workers form a PodGroup of all of them.
+		if err := k.env.StartCoscheduling(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range []struct {
+			name    string
+			workers int64
+		}{{"cosched-1", 3}, {"cosched-2", 2}} {
+			pg := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+				"metadata": map[string]any{"namespace": ns, "name": j.name},
+				"spec":     map[string]any{"minMember": j.workers},
+			}}
+			if err := k.c.Create(ctx, pg); err != nil {
+				t.Fatal(err)
+			}
+			u := plainMPIJob(ns, j.name, gpu, j.workers)
+			tmpl := u.Object["spec"].(map[string]any)["mpiReplicaSpecs"].(map[string]any)["Worker"].(map[string]any)["template"].(map[string]any)
+			tmpl["metadata"] = map[string]any{"labels": map[string]any{testenv.PodGroupLabel: j.name}}
+			tmpl["spec"].(map[string]any)["schedulerName"] = testenv.CoschedulerName
+			if err := k.c.Create(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Second)
+		}
+		var running, pending map[string]int
+		err := testenv.PollUntil(ctx, 60*time.Second, "cosched-1 running, cosched-2 all pending", func(ctx context.Context) (bool, error) {
+			var err error
+			running, pending, err = k.workerPhases(ctx, ns)
+			return running["cosched-1"] == 3 && running["cosched-2"] == 0 && pending["cosched-2"] == 2, err
+		})
+		if err != nil {
+			t.Fatalf("%v: running %v, pending %v", err, running, pending)
+		}
+		// And it stays so: no worker of cosched-2 takes the free GPU.
+		time.Sleep(5 * time.Second)
+		if running, pending, err = k.workerPhases(ctx, ns); err != nil || running["cosched-2"] != 0 || pending["cosched-2"] != 2 {
+			t.Errorf("later: running %v, pending %v (%v)", running, pending, err)
+		}
+		t.Logf("coscheduling: cosched-1 runs 3/3 workers; cosched-2's 2 workers all pending, no GPU held")
+		for _, n := range []string{"cosched-1", "cosched-2"} {
+			if err := k.c.Delete(ctx, plainMPIJob(ns, n, gpu, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = testenv.PollUntil(ctx, 60*time.Second, "coscheduled pods gone", func(ctx context.Context) (bool, error) {
+			var pods corev1.PodList
+			err := k.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"training.kubeflow.org/job-role": "worker"})
+			return len(pods.Items) == 0, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("Voda", func(t *testing.T) {
 		k.startController(t, controllerOpts(t, gpu))
 		k.create(t, newJob(ns, "voda-1", gpu, 3, 3))

@@ -49,20 +49,7 @@ func testSeed003(t *testing.T, k *cluster) {
 			t.Fatalf("%v: running %v, pending %v", err, running, pending)
 		}
 		t.Logf("plain kube-scheduler: plain-1 runs 3/3 workers; plain-2 runs 1/2, holding a GPU it cannot use, 1 pending")
-		for _, n := range []string{"plain-1", "plain-2"} {
-			u := plainMPIJob(ns, n, gpu, 0)
-			if err := k.c.Delete(ctx, u); err != nil {
-				t.Fatal(err)
-			}
-		}
-		err = testenv.PollUntil(ctx, 60*time.Second, "plain jobs' pods gone", func(ctx context.Context) (bool, error) {
-			var pods corev1.PodList
-			err := k.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"training.kubeflow.org/job-role": "worker"})
-			return len(pods.Items) == 0, err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		k.deleteMPIJobs(t, ns, "plain-1", "plain-2")
 	})
 
 	t.Run("Coscheduling", func(t *testing.T) {
@@ -107,19 +94,7 @@ func testSeed003(t *testing.T, k *cluster) {
 			t.Errorf("later: running %v, pending %v (%v)", running, pending, err)
 		}
 		t.Logf("coscheduling: cosched-1 runs 3/3 workers; cosched-2's 2 workers all pending, no GPU held")
-		for _, n := range []string{"cosched-1", "cosched-2"} {
-			if err := k.c.Delete(ctx, plainMPIJob(ns, n, gpu, 0)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		err = testenv.PollUntil(ctx, 60*time.Second, "coscheduled pods gone", func(ctx context.Context) (bool, error) {
-			var pods corev1.PodList
-			err := k.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"training.kubeflow.org/job-role": "worker"})
-			return len(pods.Items) == 0, err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		k.deleteMPIJobs(t, ns, "cosched-1", "cosched-2")
 	})
 
 	t.Run("Voda", func(t *testing.T) {
@@ -178,6 +153,26 @@ func plainMPIJob(ns, name, gpuType string, workers int64) *unstructured.Unstruct
 		},
 	}
 	return u
+}
+
+// deleteMPIJobs deletes MPIJobs made without Voda and waits until their
+// workers are gone, GPUs free.
+func (k *cluster) deleteMPIJobs(t *testing.T, ns string, names ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range names {
+		if err := k.c.Delete(ctx, plainMPIJob(ns, n, "", 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := testenv.PollUntil(ctx, 60*time.Second, "the MPIJobs' workers gone", func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		err := k.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"training.kubeflow.org/job-role": "worker"})
+		return len(pods.Items) == 0, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // workerPhases counts each MPIJob's worker pods by phase (Running, or

@@ -88,13 +88,19 @@ func TestIntervalModeWaitsForTheNextRound(t *testing.T) {
 	}
 }
 
-func TestRunIsDeterministic(t *testing.T) {
+// mixedWorkload is n jobs of both test models, 1 to 4 GPUs, arriving within
+// five minutes.
+func mixedWorkload(n int) Workload {
 	var jobs []Job
-	for i := range 40 {
+	for i := range n {
 		jobs = append(jobs, Job{Name: fmt.Sprintf("j%02d", i), Model: []string{"toy", "big"}[i%2],
 			GPUs: 1 + i%4, Batch: 1, Submit: time.Duration(i*37%300) * time.Second})
 	}
-	w := workload(jobs...)
+	return workload(jobs...)
+}
+
+func TestRunIsDeterministic(t *testing.T) {
+	w := mixedWorkload(40)
 	for _, p := range algorithm.Names() {
 		a := runTwice(t, config(p), w)
 		s := Summarise(a)
@@ -124,12 +130,7 @@ func runTwice(t *testing.T, cfg Config, w Workload) Result {
 // With estimated information, runs are deterministic too, every job
 // reports, and the estimator's errors are recorded at the checkpoints.
 func TestEstimatedInformation(t *testing.T) {
-	var jobs []Job
-	for i := range 30 {
-		jobs = append(jobs, Job{Name: fmt.Sprintf("j%02d", i), Model: []string{"toy", "big"}[i%2],
-			GPUs: 1 + i%4, Batch: 1, Submit: time.Duration(i*37%300) * time.Second})
-	}
-	w := workload(jobs...)
+	w := mixedWorkload(30)
 	for _, p := range algorithm.Names() {
 		cfg := config(p)
 		cfg.Interval, cfg.Information = time.Minute, InfoEstimated

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the TrainingJob deep copies (pkg/apis/.../zz_generated.deepcopy.go)
-# and CRD YAML (deploy/crds/) with controller-gen, built from the version pinned
+# and CRD YAML (deploy/crds/), and the Volcano PodGroup and Queue CRDs the
+# tests install (internal/testenv/crds/volcano/, from the volcano.sh/apis
+# types in go.mod), with controller-gen, built from the version pinned
 # in hack/tools/controller-gen/go.mod into .cache/tools.
 #
 # Usage: hack/generate.sh          regenerate
@@ -24,7 +26,7 @@ out="$root"
 if [ "${1:-}" = "--check" ]; then
 	out=$(mktemp -d)
 	trap 'rm -rf "$out"' EXIT
-	mkdir -p "$out/pkg/apis/vodascheduler/v1alpha1" "$out/deploy/crds"
+	mkdir -p "$out/pkg/apis/vodascheduler/v1alpha1" "$out/deploy/crds" "$out/internal/testenv/crds/volcano"
 fi
 
 cd "$root"
@@ -33,10 +35,12 @@ cd "$root"
 # The Helm chart carries its own copy (a chart cannot reach outside itself).
 mkdir -p "$out/deploy/helm/voda/files"
 cp "$out/deploy/crds/vodascheduler.io_trainingjobs.yaml" "$out/deploy/helm/voda/files/trainingjobs-crd.yaml"
+"$bin" crd:maxDescLen=0 paths=volcano.sh/apis/pkg/apis/scheduling/v1beta1 output:crd:dir="$out/internal/testenv/crds/volcano"
 
 if [ "${1:-}" = "--check" ]; then
 	stale=0
-	for f in pkg/apis/vodascheduler/v1alpha1/zz_generated.deepcopy.go deploy/crds/vodascheduler.io_trainingjobs.yaml deploy/helm/voda/files/trainingjobs-crd.yaml; do
+	for f in pkg/apis/vodascheduler/v1alpha1/zz_generated.deepcopy.go deploy/crds/vodascheduler.io_trainingjobs.yaml deploy/helm/voda/files/trainingjobs-crd.yaml \
+		internal/testenv/crds/volcano/scheduling.volcano.sh_podgroups.yaml internal/testenv/crds/volcano/scheduling.volcano.sh_queues.yaml; do
 		if ! cmp -s "$out/$f" "$root/$f"; then
 			echo "generate: $f is stale; run make generate and commit"
 			stale=1

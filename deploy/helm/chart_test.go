@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +40,9 @@ scheduler:
   gpuTypes: [nvidia-tesla-v100, nvidia-gtx-1080ti]
   statusSync: 10s
   gangTimeout: 2m
+  gangScheduler: volcano
+  gangSchedulerName: volcano-gpu
+  gangQueue: research
 watchNamespace: ml
 api:
   port: 8443
@@ -148,7 +152,8 @@ func TestChartRendersWhatItPromises(t *testing.T) {
 	full := render(allOptions).Spec.Template.Spec.Containers[0]
 	for _, want := range []string{"--algorithm=Tiresias", "--rate-limit=10s", "--gpu-types=nvidia-tesla-v100,nvidia-gtx-1080ti",
 		"--namespace=ml", "--api-namespace=ml", "--api-addr=:8443", "--api-auth=static", "--api-token-file=/etc/voda/tokens/tokens.csv",
-		"--api-admin-groups=ml-admins", "--api-tls-cert-file=/etc/voda/tls/tls.crt", "--metrics-addr=:9090", "--api-max-body-bytes=262144", "--metrics-dir=/metrics", "--gang-timeout=2m", "--verbose"} {
+		"--api-admin-groups=ml-admins", "--api-tls-cert-file=/etc/voda/tls/tls.crt", "--metrics-addr=:9090", "--api-max-body-bytes=262144", "--metrics-dir=/metrics", "--gang-timeout=2m", "--verbose",
+		"--gang-scheduler=volcano", "--gang-scheduler-name=volcano-gpu", "--gang-queue=research"} {
 		if !contains(full.Args, want) {
 			t.Errorf("every option: %s missing from %v", want, full.Args)
 		}
@@ -161,10 +166,44 @@ func TestChartRendersWhatItPromises(t *testing.T) {
 		"api: {auth: magic}":                        `api.auth is "magic"`,
 		"api: {auth: static}":                       "needs api.staticTokenSecret",
 		"watchNamespace: a\napi: {jobNamespace: b}": "must equal watchNamespace",
+		"scheduler: {gangScheduler: kueue}":         `scheduler.gangScheduler is "kueue": want none, scheduler-plugins or volcano`,
+		"scheduler: {gangQueue: research}":          "scheduler.gangQueue is only for scheduler.gangScheduler volcano",
 	} {
 		out, err := helm(t, "template", "voda", chartDir(t), "-f", valuesFile(t, values))
 		if err == nil || !strings.Contains(out, want) {
 			t.Errorf("values %q: %v, want a failure saying %q\n%s", values, err, want, out)
+		}
+	}
+}
+
+// The ClusterRole grants PodGroups only of the gang scheduler chosen.
+func TestChartRBACFollowsGangScheduler(t *testing.T) {
+	for gang, want := range map[string]string{"none": "", "scheduler-plugins": "scheduling.x-k8s.io", "volcano": "scheduling.volcano.sh"} {
+		out, err := helm(t, "template", "voda", chartDir(t), "-n", "voda-system", "--show-only", "templates/rbac.yaml", "--set", "scheduler.gangScheduler="+gang)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", gang, err, out)
+		}
+		var rules []rbacv1.PolicyRule
+		for _, doc := range strings.Split(out, "\n---") {
+			var role rbacv1.ClusterRole
+			if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
+				t.Fatalf("%s: %v\n%s", gang, err, doc)
+			}
+			if role.Kind == "ClusterRole" {
+				rules = append(rules, role.Rules...)
+			}
+		}
+		var groups []string
+		for _, r := range rules {
+			if slices.Contains(r.Resources, "podgroups") {
+				groups = append(groups, r.APIGroups...)
+				if !slices.Equal(r.Verbs, []string{"get", "create", "patch"}) {
+					t.Errorf("%s: PodGroup verbs %v", gang, r.Verbs)
+				}
+			}
+		}
+		if got := strings.Join(groups, ","); got != want {
+			t.Errorf("%s: PodGroups of %q, want %q", gang, got, want)
 		}
 	}
 }
@@ -308,6 +347,12 @@ func TestIntegrationChart(t *testing.T) {
 		t.Error("the Deployment survived helm uninstall")
 	}
 
+	// A gang scheduler whose PodGroup CRD is missing fails the install.
+	out, err := env.Helm(ctx, "install", "voda-gang", dir, "-n", "voda-system", "--dry-run=server", "--set", "scheduler.gangScheduler=volcano")
+	if err == nil || !strings.Contains(string(out), "its PodGroup CRD (podgroups.scheduling.volcano.sh) is missing") {
+		t.Errorf("install with a missing Volcano: %v\n%s", err, out)
+	}
+
 	// Every option on: accepted by a server-side dry run, then applied.
 	if err := env.ApplyCRDs(ctx, []byte(serviceMonitorCRD)); err != nil {
 		t.Fatal(err)
@@ -322,7 +367,7 @@ func TestIntegrationChart(t *testing.T) {
 			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
 		}
 	}
-	out, err := env.Kubectl(ctx, nil, "get", "servicemonitor/voda-full", "configmap/voda-schedulers", "deployment/voda-full", "-n", "ml", "-o", "name")
+	out, err = env.Kubectl(ctx, nil, "get", "servicemonitor/voda-full", "configmap/voda-schedulers", "deployment/voda-full", "-n", "ml", "-o", "name")
 	if err != nil || strings.Count(string(out), "\n") != 3 {
 		t.Errorf("every-option objects: %v\n%s", err, out)
 	}

@@ -52,7 +52,10 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
   voda controller --leader-elect=false
 
   # Only the V100 nodes, with Tiresias, rescheduling at most every 10 s:
-  voda controller --gpu-types nvidia-tesla-v100 --algorithm Tiresias --rate-limit 10s`,
+  voda controller --gpu-types nvidia-tesla-v100 --algorithm Tiresias --rate-limit 10s
+
+  # Hand the gangs to a scheduler-plugins coscheduling scheduler:
+  voda controller --gang-scheduler scheduler-plugins`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := algorithm.New(o.Policy, algorithm.Config{}); err != nil {
@@ -60,6 +63,9 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
 			}
 			if o.RateLimit < 0 {
 				return usageError{errors.New("--rate-limit must not be negative")}
+			}
+			if _, err := o.Gang.Resolve(); err != nil {
+				return usageError{fmt.Errorf("--gang-scheduler: %w", err)}
 			}
 			for _, t := range strings.Split(gpuTypes, ",") {
 				if t = strings.TrimSpace(t); t != "" {
@@ -123,6 +129,9 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
 	f.StringVar(&o.MetricsDir, "metrics-dir", "", "directory of the original Voda's per-job metrics CSV files (<job>.csv, one row per epoch); read into the jobs' progress")
 	f.DurationVar(&o.MetricsScan, "metrics-scan", kube.DefaultMetricsScan, "how often --metrics-dir is read")
 	f.DurationVar(&o.GangTimeout, "gang-timeout", kube.DefaultGangTimeout, "how long a job's workers may take to all run after a start, resize or migration before the job gives its GPUs back and is requeued")
+	f.StringVar(&o.Gang.Scheduler, "gang-scheduler", kube.GangNone, "who binds the jobs' pods as a gang: none (Voda's own gated placement and the default scheduler), scheduler-plugins (coscheduling; Voda makes a scheduling.x-k8s.io PodGroup per job) or volcano (a scheduling.volcano.sh PodGroup per job); see docs/gang-scheduling.md")
+	f.StringVar(&o.Gang.SchedulerName, "gang-scheduler-name", "", "schedulerName of the jobs' pods under --gang-scheduler (default "+kube.DefaultSchedulerPluginsName+" or "+kube.DefaultVolcanoName+")")
+	f.StringVar(&o.Gang.Queue, "gang-queue", "", "Volcano queue of the jobs' PodGroups (default "+kube.DefaultVolcanoQueue+"; only with --gang-scheduler=volcano)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
 	api.add(f)
 	return cmd

@@ -16,6 +16,9 @@ func TestControllerRejectsBadFlags(t *testing.T) {
 		{[]string{"controller", "--rate-limit", "-1s"}, "--rate-limit must not be negative"},
 		{[]string{"controller", "--rate-limit", "soon"}, "invalid argument"},
 		{[]string{"controller", "extra"}, "unknown command"},
+		{[]string{"controller", "--gang-scheduler", "kueue"}, `unknown gang scheduler "kueue"; want one of none, scheduler-plugins, volcano`},
+		{[]string{"controller", "--gang-queue", "research"}, "needs --gang-scheduler=scheduler-plugins or volcano"},
+		{[]string{"controller", "--gang-scheduler", "scheduler-plugins", "--gang-queue", "q"}, "only for --gang-scheduler=volcano"},
 	}
 	for _, c := range cases {
 		code, _, stderr := run(c.args...)

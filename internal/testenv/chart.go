@@ -61,19 +61,30 @@ func (e *Env) run(ctx context.Context, stdin []byte, bin string, args ...string)
 // TokenRequest API: a controller run with it has exactly the chart's
 // permissions.
 func (e *Env) ChartIdentity(ctx context.Context, namespace string) (*rest.Config, error) {
+	return e.ReleaseIdentity(ctx, namespace, ChartRelease)
+}
+
+// ReleaseIdentity is ChartIdentity for a release of another name, rendered
+// with the given --set values (say, a gang scheduler, which brings its
+// own rules).
+func (e *Env) ReleaseIdentity(ctx context.Context, namespace, release string, set ...string) (*rest.Config, error) {
 	dir, err := ChartDir()
 	if err != nil {
 		return nil, err
 	}
-	manifest, err := e.Helm(ctx, "template", ChartRelease, dir, "--namespace", namespace, "--kube-version", "1.34.4",
-		"--show-only", "templates/serviceaccount.yaml", "--show-only", "templates/rbac.yaml")
+	args := []string{"template", release, dir, "--namespace", namespace, "--kube-version", "1.34.4",
+		"--show-only", "templates/serviceaccount.yaml", "--show-only", "templates/rbac.yaml"}
+	for _, v := range set {
+		args = append(args, "--set", v)
+	}
+	manifest, err := e.Helm(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := e.Kubectl(ctx, manifest, "apply", "--server-side", "-f", "-"); err != nil {
 		return nil, err
 	}
-	return e.ServiceAccountConfig(ctx, namespace, ChartRelease)
+	return e.ServiceAccountConfig(ctx, namespace, release)
 }
 
 // ServiceAccountConfig returns a client configuration authenticated as a
@@ -95,10 +106,16 @@ func (e *Env) ServiceAccountConfig(ctx context.Context, namespace, name string) 
 // releaseNS) its namespaced permissions — the leader Lease and the settings
 // ConfigMap — in another namespace too, as the chart does in its own.
 func (e *Env) GrantChartNamespaced(ctx context.Context, releaseNS, namespace string) error {
+	return e.GrantReleaseNamespaced(ctx, releaseNS, ChartRelease, namespace)
+}
+
+// GrantReleaseNamespaced is GrantChartNamespaced for a release of another
+// name (ReleaseIdentity).
+func (e *Env) GrantReleaseNamespaced(ctx context.Context, releaseNS, release, namespace string) error {
 	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: ChartRelease},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ChartRelease + "-namespaced"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ChartRelease, Namespace: releaseNS}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: release},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: release + "-namespaced"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: release, Namespace: releaseNS}},
 	}
 	_, err := e.Client.RbacV1().RoleBindings(namespace).Create(ctx, rb, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {

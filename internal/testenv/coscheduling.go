@@ -43,7 +43,13 @@ profiles:
 // StartCoscheduling installs the PodGroup CRD and runs the scheduler-plugins
 // scheduler with coscheduling as a secondary scheduler, and its PodGroup
 // controller, all built by hack/tools/build.sh from sigs.k8s.io/scheduler-plugins.
+// Once they run, later calls do nothing.
 func (e *Env) StartCoscheduling(ctx context.Context) error {
+	e.coschedMu.Lock()
+	defer e.coschedMu.Unlock()
+	if e.cosched {
+		return nil
+	}
 	crd, err := os.ReadFile(filepath.Join(e.bin, "scheduling.x-k8s.io_podgroups.yaml"))
 	if err != nil {
 		return err
@@ -72,7 +78,11 @@ func (e *Env) StartCoscheduling(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	return e.waitHealthy(ctx, sched, ports[0])
+	if err := e.waitHealthy(ctx, sched, ports[0]); err != nil {
+		return err
+	}
+	e.cosched = true
+	return nil
 }
 
 func dropFlags(flags []string, prefixes ...string) []string {

@@ -54,6 +54,9 @@ type Env struct {
 	procs    []*process
 	lock     *os.File // held while mpi-operator runs; see lockMPIOperator
 	stopOnce sync.Once
+	// cosched is set once StartCoscheduling succeeded; guarded by coschedMu.
+	coschedMu sync.Mutex
+	cosched   bool
 }
 
 // Start starts every component and returns when all are ready. On error it

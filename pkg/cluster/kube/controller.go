@@ -69,6 +69,9 @@ type Options struct {
 	// start, resize or migration before the job gives its GPUs back and is
 	// requeued; zero means 5 minutes.
 	GangTimeout time.Duration
+	// Gang names the gang scheduler that binds the jobs' pods, if any
+	// (docs/gang-scheduling.md); the zero value is Voda's own gang.
+	Gang Gang
 }
 
 // Controller runs one engine per GPU type against the API server. Build it
@@ -132,6 +135,11 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 	if opts.MetricsScan <= 0 {
 		opts.MetricsScan = DefaultMetricsScan
 	}
+	g, err := opts.Gang.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	opts.Gang = g
 	if opts.ProgressURL != "" && opts.ConfigNamespace == "" {
 		return nil, errors.New("a progress URL needs a settings namespace for the tokens' key")
 	}
@@ -156,6 +164,9 @@ func (c *Controller) NeedLeaderElection() bool { return true }
 // server, starts them, and lets the reconcilers go. It returns when ctx
 // ends.
 func (c *Controller) Start(ctx context.Context) error {
+	if err := c.checkGangCRD(); err != nil {
+		return err
+	}
 	if !c.cache.WaitForCacheSync(ctx) {
 		return errors.New("caches did not sync")
 	}

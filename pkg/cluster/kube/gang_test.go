@@ -255,34 +255,13 @@ func testGangTimeout(t *testing.T, k *cluster) {
 	const ns, gpu = "gangtimeout", "gangtimeout-gpu"
 	nodes := k.scenario(t, ns, gpu, 1, 2)
 	ctx := context.Background()
-	taint := func(on bool) {
-		var n corev1.Node
-		if err := k.c.Get(ctx, client.ObjectKey{Name: nodes[0]}, &n); err != nil {
-			t.Fatal(err)
-		}
-		n.Spec.Taints = nil
-		if on {
-			n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "inference", Effect: corev1.TaintEffectNoSchedule}}
-		}
-		if err := k.c.Update(ctx, &n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	taint(true)
+	k.taint(t, nodes[0], true)
 	o := controllerOpts(t, gpu)
 	o.GangTimeout = 3 * time.Second
 	k.startController(t, o)
 	k.create(t, newJob(ns, "stuck", gpu, 2, 2))
 	err := testenv.PollUntil(ctx, 60*time.Second, "a GangTimeout event", func(ctx context.Context) (bool, error) {
-		var events corev1.EventList
-		err := k.c.List(ctx, &events, client.InNamespace(ns))
-		for _, e := range events.Items {
-			if e.Reason == "GangTimeout" && e.InvolvedObject.Name == "stuck" && e.Type == corev1.EventTypeWarning &&
-				strings.Contains(e.Message, "2 of 2 workers not running 3s after they were placed") {
-				return true, nil
-			}
-		}
-		return false, err
+		return k.hasEvent(ctx, ns, "stuck", "GangTimeout", "2 of 2 workers not running 3s after they were placed"), nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -290,6 +269,6 @@ func testGangTimeout(t *testing.T, k *cluster) {
 	if j := k.job(t, ns, "stuck"); j.Status.Preemptions < 1 {
 		t.Errorf("stuck was not counted as preempted: %+v", j.Status)
 	}
-	taint(false)
+	k.taint(t, nodes[0], false)
 	k.waitSettled(t, ns, "stuck", 2)
 }

@@ -90,7 +90,13 @@ func controllerOpts(t *testing.T, gpuTypes ...string) kube.ManagerOptions {
 // like a killed process (without releasing its lease).
 func (k *cluster) startController(t *testing.T, o kube.ManagerOptions) (c *kube.Controller, stop func()) {
 	t.Helper()
-	mgr, c, err := kube.NewManager(k.ctrlConfig, o)
+	return k.startControllerAs(t, k.ctrlConfig, o)
+}
+
+// startControllerAs is startController with another identity.
+func (k *cluster) startControllerAs(t *testing.T, cfg *rest.Config, o kube.ManagerOptions) (c *kube.Controller, stop func()) {
+	t.Helper()
+	mgr, c, err := kube.NewManager(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -44,6 +45,9 @@ func TestIntegrationController(t *testing.T) {
 	t.Run("Seed003", func(t *testing.T) { testSeed003(t, k) })
 	t.Run("Contention", func(t *testing.T) { testContention(t, k) })
 	t.Run("GangTimeout", func(t *testing.T) { testGangTimeout(t, k) })
+	t.Run("GangSchedulerPlugins", func(t *testing.T) { testGangSchedulerPlugins(t, k) })
+	t.Run("GangTimeoutUnderGangScheduler", func(t *testing.T) { testGangTimeoutUnderGangScheduler(t, k) })
+	t.Run("GangVolcano", func(t *testing.T) { testGangVolcano(t, k) })
 	// Every scenario above ran its controllers as the chart's
 	// ServiceAccount: its rules are enough. Here: they are no more.
 	t.Run("RBACMinimal", func(t *testing.T) { testRBACMinimal(t, k) })
@@ -68,6 +72,10 @@ func testRBACMinimal(t *testing.T, k *cluster) {
 		"create a pod":               c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "x"}}}}),
 		"update a job's spec":        c.Update(ctx, newJob("default", "x", "t", 1, 1)),
 		"read a ConfigMap elsewhere": c.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: "extension-apiserver-authentication"}, &corev1.ConfigMap{}),
+		// Only a release with a gang scheduler may make PodGroups.
+		"create a PodGroup": c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+			"metadata": map[string]any{"namespace": "default", "name": "x"}, "spec": map[string]any{"minMember": int64(1)}}}),
 	}
 	for what, err := range forbidden {
 		if !apierrors.IsForbidden(err) {

@@ -30,9 +30,14 @@ func newMPIJobObject() *unstructured.Unstructured {
 // GPU per worker. It has the TrainingJob as controlling owner, so deleting
 // the TrainingJob deletes it.
 //
+// With a gang scheduler, both pod templates join the job's PodGroup and the
+// launcher is created with the workers: it is a member of the gang, which
+// starts all its members or none (waiting for the workers to be ready
+// before creating it would leave the gang one short for ever).
+//
 // env, if any, is added to every container of the launcher and the workers
 // (the progress URL and token).
-func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, env ...corev1.EnvVar) (*unstructured.Unstructured, error) {
+func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, env ...corev1.EnvVar) (*unstructured.Unstructured, error) {
 	t := tj.Spec.Template.MPIJob
 	if t == nil {
 		return nil, fmt.Errorf("training job %s/%s has no template.mpiJob", tj.Namespace, tj.Name)
@@ -40,6 +45,12 @@ func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, env ...corev1.EnvVar) 
 	worker := workerTemplate(tj.Name, t.Worker)
 	launcher := t.Launcher.DeepCopy()
 	addLabel(&launcher.ObjectMeta, v1alpha1.JobLabel, tj.Name)
+	g.join(worker, tj.Name)
+	g.join(launcher, tj.Name)
+	launcherPolicy := "WaitForWorkersReady"
+	if g.enabled() {
+		launcherPolicy = "AtStartup"
+	}
 	for _, spec := range []*corev1.PodSpec{&worker.Spec, &launcher.Spec} {
 		for i := range spec.Containers {
 			spec.Containers[i].Env = append(spec.Containers[i].Env, env...)
@@ -56,7 +67,7 @@ func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, env ...corev1.EnvVar) 
 	}
 	spec := map[string]any{
 		"slotsPerWorker":         int64(1),
-		"launcherCreationPolicy": "WaitForWorkersReady",
+		"launcherCreationPolicy": launcherPolicy,
 		"runPolicy": map[string]any{
 			"suspend":        false,
 			"cleanPodPolicy": "Running",

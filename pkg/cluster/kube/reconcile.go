@@ -306,8 +306,15 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 	if int(n) != len(placement) || n < 1 {
 		return 0, fmt.Errorf("status of %s/%s runs %d workers but places %d", tj.Namespace, tj.Name, n, len(placement))
 	}
+	// The PodGroup first. Scaling in, minMember drops before the operator
+	// deletes workers, so the group never has fewer pods than it needs;
+	// scaling out, it rises before the new workers exist, so they are
+	// bound only with the whole group present.
+	if err := c.ensurePodGroup(ctx, tj, n); err != nil {
+		return 0, err
+	}
 	if mpi == nil {
-		u, err := buildMPIJob(tj, n, c.progressEnv(tj)...)
+		u, err := buildMPIJob(tj, n, c.opts.Gang, c.progressEnv(tj)...)
 		if err != nil {
 			return 0, err
 		}

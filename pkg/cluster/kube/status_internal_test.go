@@ -110,7 +110,7 @@ func TestSameDecisionIgnoresCounters(t *testing.T) {
 // The MPIJob carries the user's template plus Voda's gate, label and GPU,
 // and belongs to the TrainingJob.
 func TestBuildMPIJob(t *testing.T) {
-	u, err := buildMPIJob(testJob(), 3)
+	u, err := buildMPIJob(testJob(), 3, Gang{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,213 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	volcano "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+)
+
+// Gang schedulers Voda can hand its jobs' pods to (--gang-scheduler).
+const (
+	// GangNone: Voda's own gated placement, pods bound by the cluster's
+	// default scheduler.
+	GangNone = "none"
+	// GangSchedulerPlugins: the coscheduling plugin of
+	// sigs.k8s.io/scheduler-plugins, run as a secondary scheduler; Voda
+	// makes a scheduling.x-k8s.io/v1alpha1 PodGroup per job.
+	GangSchedulerPlugins = "scheduler-plugins"
+	// GangVolcano: the Volcano scheduler; Voda makes a
+	// scheduling.volcano.sh/v1beta1 PodGroup per job.
+	GangVolcano = "volcano"
+)
+
+// GangSchedulers lists the values of --gang-scheduler.
+var GangSchedulers = []string{GangNone, GangSchedulerPlugins, GangVolcano}
+
+// Defaults of the gang schedulers: the scheduler names their manifests
+// install, and Volcano's default queue.
+const (
+	DefaultSchedulerPluginsName = "scheduler-plugins-scheduler"
+	DefaultVolcanoName          = "volcano"
+	DefaultVolcanoQueue         = "default"
+)
+
+// The PodGroup kinds and how a pod names its group.
+var (
+	SchedulerPluginsPodGroupGVK = schema.GroupVersionKind{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Kind: "PodGroup"}
+	VolcanoPodGroupGVK          = volcano.SchemeGroupVersion.WithKind("PodGroup")
+)
+
+const (
+	// SchedulerPluginsPodGroupLabel is the label that puts a pod in a
+	// scheduler-plugins PodGroup.
+	SchedulerPluginsPodGroupLabel = "scheduling.x-k8s.io/pod-group"
+	// VolcanoPodGroupAnnotation is the annotation that puts a pod in a
+	// Volcano PodGroup.
+	VolcanoPodGroupAnnotation = volcano.KubeGroupNameAnnotationKey
+)
+
+// Gang says which gang scheduler binds the jobs' pods. The zero value is
+// Voda's own gang (none).
+type Gang struct {
+	// Scheduler is one of GangSchedulers; empty means none.
+	Scheduler string
+	// SchedulerName is the pods' schedulerName; empty means the default
+	// of the gang scheduler.
+	SchedulerName string
+	// Queue is the Volcano queue of the jobs' PodGroups; empty means
+	// "default".
+	Queue string
+}
+
+// Resolve checks the gang settings and fills in the defaults.
+func (g Gang) Resolve() (Gang, error) {
+	switch g.Scheduler {
+	case "", GangNone:
+		if g.SchedulerName != "" || g.Queue != "" {
+			return Gang{}, errors.New("a gang scheduler name or queue needs --gang-scheduler=scheduler-plugins or volcano")
+		}
+		return Gang{Scheduler: GangNone}, nil
+	case GangSchedulerPlugins:
+		if g.Queue != "" {
+			return Gang{}, errors.New("a gang queue is only for --gang-scheduler=volcano")
+		}
+		if g.SchedulerName == "" {
+			g.SchedulerName = DefaultSchedulerPluginsName
+		}
+	case GangVolcano:
+		if g.SchedulerName == "" {
+			g.SchedulerName = DefaultVolcanoName
+		}
+		if g.Queue == "" {
+			g.Queue = DefaultVolcanoQueue
+		}
+	default:
+		return Gang{}, fmt.Errorf("unknown gang scheduler %q; want one of %s", g.Scheduler, strings.Join(GangSchedulers, ", "))
+	}
+	return g, nil
+}
+
+// enabled reports whether a gang scheduler binds the pods.
+func (g Gang) enabled() bool { return g.Scheduler != "" && g.Scheduler != GangNone }
+
+// gvk is the kind of the PodGroups.
+func (g Gang) gvk() schema.GroupVersionKind {
+	if g.Scheduler == GangVolcano {
+		return VolcanoPodGroupGVK
+	}
+	return SchedulerPluginsPodGroupGVK
+}
+
+// join puts a pod template in the job's PodGroup (named as the job) and
+// hands it to the gang scheduler.
+func (g Gang) join(t *corev1.PodTemplateSpec, job string) {
+	if !g.enabled() {
+		return
+	}
+	t.Spec.SchedulerName = g.SchedulerName
+	if g.Scheduler == GangVolcano {
+		if t.Annotations == nil {
+			t.Annotations = map[string]string{}
+		}
+		t.Annotations[VolcanoPodGroupAnnotation] = job
+		return
+	}
+	addLabel(&t.ObjectMeta, SchedulerPluginsPodGroupLabel, job)
+}
+
+// minMember is the gang size of a job running the given workers: the
+// workers and the launcher, which in a gang starts with them.
+func minMember(workers int32) int64 { return int64(workers) + 1 }
+
+// podGroup returns the PodGroup of tj running the given workers, owned by
+// the TrainingJob.
+func (g Gang) podGroup(tj *v1alpha1.TrainingJob, workers int32) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	if g.Scheduler == GangVolcano {
+		pg := &volcano.PodGroup{Spec: volcano.PodGroupSpec{MinMember: int32(minMember(workers)), Queue: g.Queue}}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pg)
+		if err != nil {
+			return nil, err
+		}
+		delete(m, "status") // the scheduler's to write
+		u.Object = m
+	} else {
+		u.Object = map[string]any{"spec": map[string]any{"minMember": minMember(workers)}}
+	}
+	u.SetGroupVersionKind(g.gvk())
+	u.SetNamespace(tj.Namespace)
+	u.SetName(tj.Name)
+	u.SetLabels(map[string]string{v1alpha1.JobLabel: tj.Name})
+	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(tj, v1alpha1.GroupVersion.WithKind("TrainingJob"))})
+	return u, nil
+}
+
+// ensurePodGroup makes the job's PodGroup ask for the given workers and the
+// launcher. Called before the MPIJob is created or resized, so the gang
+// scheduler never sees more or fewer pods than the group expects for
+// longer than the operator takes to follow.
+func (c *Controller) ensurePodGroup(ctx context.Context, tj *v1alpha1.TrainingJob, workers int32) error {
+	g := c.opts.Gang
+	if !g.enabled() {
+		return nil
+	}
+	want, err := g.podGroup(tj, workers)
+	if err != nil {
+		return err
+	}
+	have := &unstructured.Unstructured{}
+	have.SetGroupVersionKind(g.gvk())
+	err = c.reader.Get(ctx, client.ObjectKeyFromObject(want), have)
+	if apierrors.IsNotFound(err) {
+		if err := c.client.Create(ctx, want); err != nil {
+			return fmt.Errorf("create PodGroup: %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read PodGroup: %w", err)
+	}
+	if ref := metav1.GetControllerOf(have); ref == nil || ref.UID != tj.UID {
+		return fmt.Errorf("PodGroup %s/%s exists and does not belong to this TrainingJob; delete it or rename the job", have.GetNamespace(), have.GetName())
+	}
+	if m, _, _ := unstructured.NestedInt64(have.Object, "spec", "minMember"); m == minMember(workers) {
+		return nil
+	}
+	patch := fmt.Appendf(nil, `{"spec":{"minMember":%d}}`, minMember(workers))
+	if err := c.client.Patch(ctx, have, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("set minMember of PodGroup %s: %w", have.GetName(), err)
+	}
+	return nil
+}
+
+// checkGangCRD fails unless the API server serves the gang scheduler's
+// PodGroups.
+func (c *Controller) checkGangCRD() error {
+	g := c.opts.Gang
+	if !g.enabled() {
+		return nil
+	}
+	gvk := g.gvk()
+	if _, err := c.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			return fmt.Errorf("--gang-scheduler=%s needs the %s PodGroup CRD (podgroups.%s), which the API server does not serve: install %s first (docs/gang-scheduling.md)",
+				g.Scheduler, gvk.GroupVersion(), gvk.Group, g.Scheduler)
+		}
+		return fmt.Errorf("look up PodGroups: %w", err)
+	}
+	return nil
+}

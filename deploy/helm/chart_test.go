@@ -349,7 +349,7 @@ func TestIntegrationChart(t *testing.T) {
 
 	// A gang scheduler whose PodGroup CRD is missing fails the install.
 	out, err := env.Helm(ctx, "install", "voda-gang", dir, "-n", "voda-system", "--dry-run=server", "--set", "scheduler.gangScheduler=volcano")
-	if err == nil || !strings.Contains(string(out), "its PodGroup CRD (podgroups.scheduling.volcano.sh) is missing") {
+	if err == nil || !strings.Contains(err.Error(), "its PodGroup CRD (podgroups.scheduling.volcano.sh) is missing") {
 		t.Errorf("install with a missing Volcano: %v\n%s", err, out)
 	}
 

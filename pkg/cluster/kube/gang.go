@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -159,39 +160,75 @@ func (g Gang) podGroup(tj *v1alpha1.TrainingJob, workers int32) (*unstructured.U
 // ensurePodGroup makes the job's PodGroup ask for the given workers and the
 // launcher. Called before the MPIJob is created or resized, so the gang
 // scheduler never sees more or fewer pods than the group expects for
-// longer than the operator takes to follow.
-func (c *Controller) ensurePodGroup(ctx context.Context, tj *v1alpha1.TrainingJob, workers int32) error {
+// longer than the operator takes to follow. It returns the PodGroup (nil
+// without a gang scheduler).
+func (c *Controller) ensurePodGroup(ctx context.Context, tj *v1alpha1.TrainingJob, workers int32) (*unstructured.Unstructured, error) {
 	g := c.opts.Gang
 	if !g.enabled() {
-		return nil
+		return nil, nil
 	}
 	want, err := g.podGroup(tj, workers)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	have := &unstructured.Unstructured{}
 	have.SetGroupVersionKind(g.gvk())
 	err = c.reader.Get(ctx, client.ObjectKeyFromObject(want), have)
 	if apierrors.IsNotFound(err) {
 		if err := c.client.Create(ctx, want); err != nil {
-			return fmt.Errorf("create PodGroup: %w", err)
+			return nil, fmt.Errorf("create PodGroup: %w", err)
 		}
-		return nil
+		return want, nil
 	}
 	if err != nil {
-		return fmt.Errorf("read PodGroup: %w", err)
+		return nil, fmt.Errorf("read PodGroup: %w", err)
 	}
 	if ref := metav1.GetControllerOf(have); ref == nil || ref.UID != tj.UID {
-		return fmt.Errorf("PodGroup %s/%s exists and does not belong to this TrainingJob; delete it or rename the job", have.GetNamespace(), have.GetName())
+		return nil, fmt.Errorf("PodGroup %s/%s exists and does not belong to this TrainingJob; delete it or rename the job", have.GetNamespace(), have.GetName())
 	}
 	if m, _, _ := unstructured.NestedInt64(have.Object, "spec", "minMember"); m == minMember(workers) {
-		return nil
+		return have, nil
 	}
 	patch := fmt.Appendf(nil, `{"spec":{"minMember":%d}}`, minMember(workers))
 	if err := c.client.Patch(ctx, have, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("set minMember of PodGroup %s: %w", have.GetName(), err)
+		return nil, fmt.Errorf("set minMember of PodGroup %s: %w", have.GetName(), err)
 	}
-	return nil
+	return have, nil
+}
+
+// ReleasedAnnotation is set on a scheduler-plugins PodGroup, to the time,
+// whenever Voda tells the gang scheduler its workers are ungated.
+const ReleasedAnnotation = "vodascheduler.io/released"
+
+// releaseEvery is how often Voda tells it again while the workers, all
+// ungated, do not all run.
+const releaseEvery = 5 * time.Second
+
+// released tells the gang scheduler that a job's workers are ungated, by
+// touching the PodGroup: now if force, else if it did not in the last
+// releaseEvery. It returns when to tell it again (0: never).
+//
+// Coscheduling looks again at a pod it turned away only when a pod is
+// created or a PodGroup changes; lifting a gate is neither. Its PreFilter
+// turns away a worker whose siblings are still gated, and the gates go one
+// pod at a time, so without this the first workers could wait for the
+// scheduler's periodic retry (5 minutes) with the whole gang ready. The
+// repeats cover its informers seeing the PodGroup change before the last
+// gate's.
+func (c *Controller) released(ctx context.Context, pg *unstructured.Unstructured, force bool) (time.Duration, error) {
+	if c.opts.Gang.Scheduler != GangSchedulerPlugins || pg == nil {
+		return 0, nil // Volcano looks at every pending pod in each session
+	}
+	if t, err := time.Parse(time.RFC3339Nano, pg.GetAnnotations()[ReleasedAnnotation]); err == nil && !force {
+		if left := releaseEvery - time.Since(t); left > 0 {
+			return left, nil
+		}
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, ReleasedAnnotation, time.Now().UTC().Format(time.RFC3339Nano))
+	if err := c.client.Patch(ctx, pg, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return 0, fmt.Errorf("mark PodGroup %s released: %w", pg.GetName(), err)
+	}
+	return releaseEvery, nil
 }
 
 // checkGangCRD fails unless the API server serves the gang scheduler's

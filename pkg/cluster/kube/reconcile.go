@@ -310,7 +310,8 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 	// deletes workers, so the group never has fewer pods than it needs;
 	// scaling out, it rises before the new workers exist, so they are
 	// bound only with the whole group present.
-	if err := c.ensurePodGroup(ctx, tj, n); err != nil {
+	pg, err := c.ensurePodGroup(ctx, tj, n)
+	if err != nil {
 		return 0, err
 	}
 	if mpi == nil {
@@ -365,14 +366,23 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 	if recheck, err := c.checkGang(ctx, tj, id, int(n)-running); recheck <= 0 || err != nil {
 		return 0, err
 	}
-	if len(waiting) == 0 || slices.Contains(present, false) {
+	if slices.Contains(present, false) {
 		return c.opts.GangTimeout, nil // gang: nothing is ungated before every worker has a pod
+	}
+	if len(waiting) == 0 { // all ungated, not all running yet
+		if again, err := c.released(ctx, pg, false); again > 0 || err != nil {
+			return again, err
+		}
+		return c.opts.GangTimeout, nil
 	}
 	for _, p := range waiting {
 		idx, _ := workerIndex(tj.Name, p.Name)
 		if err := c.ungate(ctx, p, c.hostname(placement[idx])); err != nil {
 			return 0, err
 		}
+	}
+	if again, err := c.released(ctx, pg, true); again > 0 || err != nil {
+		return again, err
 	}
 	return c.opts.GangTimeout, nil
 }

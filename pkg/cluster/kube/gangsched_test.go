@@ -204,12 +204,14 @@ func (k *cluster) expectGang(t *testing.T, ns, job string, minMember int64) {
 	}
 }
 
-// testGangTimeoutUnderGangScheduler: one of a 2-worker job's nodes refuses
-// its worker (a taint Voda does not know about). With Voda's own gang, the
-// other worker is bound and holds its GPU until the gang timeout requeues
-// the job; under coscheduling no pod of the job is ever bound — no GPU is
-// held at all — and the timeout still requeues it. Both run once the node
-// takes pods again.
+// testGangTimeoutUnderGangScheduler: Voda jobs and pods that are not
+// Voda's compete for nodes. A batch pod holds all the CPUs of one of two
+// 1-GPU nodes, and none of its GPUs: Voda, which counts GPUs, places a
+// 2-worker job there, and that worker cannot be bound. With Voda's own
+// gang, the other worker is bound and holds its GPU until the gang timeout
+// requeues the job; under coscheduling no pod of the job is ever bound — no
+// GPU is held at all — and the timeout still requeues it. Both run once the
+// batch pod is gone.
 func testGangTimeoutUnderGangScheduler(t *testing.T, k *cluster) {
 	ctx := context.Background()
 	if err := k.env.StartCoscheduling(ctx); err != nil {
@@ -219,12 +221,20 @@ func testGangTimeoutUnderGangScheduler(t *testing.T, k *cluster) {
 		t.Run(gang, func(t *testing.T) {
 			ns, gpu := "stuck-"+gang, "stuck-"+gang+"-gpu"
 			cfg, nodes := k.gangScenario(t, ns, gpu, gang, 2, 1)
-			k.taint(t, nodes[0], true)
+			hog := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "preprocess"},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{corev1.LabelHostname: nodes[0]},
+					Containers: []corev1.Container{{Name: "etl", Image: "busybox",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resourceOf("64")}}}},
+				},
+			}
+			k.create(t, hog)
 			o := controllerOpts(t, gpu)
 			o.GangTimeout = 3 * time.Second
 			o.Gang = kube.Gang{Scheduler: gang}
 			k.startControllerAs(t, cfg, o)
-			k.create(t, newJob(ns, "stuck", gpu, 2, 2))
+			k.create(t, newJob(ns, "stuck", gpu, 2, 2, workerCPU("8")))
 			bound := 0 // most pods of the job bound at once, sampled
 			err := testenv.PollUntil(ctx, 60*time.Second, "a GangTimeout event", func(ctx context.Context) (bool, error) {
 				var pods corev1.PodList
@@ -252,9 +262,11 @@ func testGangTimeoutUnderGangScheduler(t *testing.T, k *cluster) {
 			if j := k.job(t, ns, "stuck"); j.Status.Preemptions < 1 {
 				t.Errorf("stuck was not counted as preempted: %+v", j.Status)
 			}
-			k.taint(t, nodes[0], false)
+			if err := k.c.Delete(ctx, hog); err != nil {
+				t.Fatal(err)
+			}
 			k.waitSettled(t, ns, "stuck", 2)
-			t.Logf("%s: at most %d worker(s) bound while stuck; requeued by the gang timeout; runs once the node is free", gang, bound)
+			t.Logf("%s: at most %d worker(s) bound while stuck; requeued by the gang timeout; runs once the batch pod is gone", gang, bound)
 		})
 	}
 }

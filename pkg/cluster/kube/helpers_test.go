@@ -179,6 +179,14 @@ func launcherFails() jobOpt {
 	}
 }
 
+// workerCPU makes every worker request CPUs.
+func workerCPU(q string) jobOpt {
+	return func(tj *v1alpha1.TrainingJob) {
+		c := &tj.Spec.Template.MPIJob.Worker.Spec.Containers[0]
+		c.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resourceOf(q)}
+	}
+}
+
 func requested(n int32) jobOpt {
 	return func(tj *v1alpha1.TrainingJob) { tj.Spec.RequestedWorkers = n }
 }

@@ -79,24 +79,22 @@ func order(jobs []Job, by func(x, y int) int) []int {
 // thousands of jobs compares integers rather than calling back into times
 // and closures. Times are (Unix seconds, nanoseconds), exact for every time.
 type sortKey struct {
-	k1, k2     int64
-	k2n        int32
-	submitted  int64
-	submittedN int32
-	id         string
-	i          int
+	k1, k2, submitted int64
+	k2n, submittedN   int32
+	i                 int32 // the job's index; its ID breaks the last ties
 }
 
 // orderByKeys returns the indices of jobs sorted by key ascending — an
 // integer, then a time — ties broken by submission time and then ID, like
-// order.
+// order. The keys hold no strings, so the sort moves small values and
+// reads an ID only on a full tie.
 func orderByKeys(jobs []Job, key func(j *Job, i int) (k1 int64, k2 time.Time)) []int {
 	keys := make([]sortKey, len(jobs))
 	for i := range jobs {
 		j := &jobs[i]
 		k1, k2 := key(j, i)
 		keys[i] = sortKey{k1: k1, k2: k2.Unix(), k2n: int32(k2.Nanosecond()),
-			submitted: j.Submitted.Unix(), submittedN: int32(j.Submitted.Nanosecond()), id: string(j.ID), i: i}
+			submitted: j.Submitted.Unix(), submittedN: int32(j.Submitted.Nanosecond()), i: int32(i)}
 	}
 	slices.SortFunc(keys, func(a, b sortKey) int {
 		switch {
@@ -111,11 +109,11 @@ func orderByKeys(jobs []Job, key func(j *Job, i int) (k1 int64, k2 time.Time)) [
 		case a.submittedN != b.submittedN:
 			return cmp.Compare(a.submittedN, b.submittedN)
 		}
-		return cmp.Compare(a.id, b.id)
+		return cmp.Compare(jobs[a.i].ID, jobs[b.i].ID)
 	})
 	idx := make([]int, len(keys))
 	for n, k := range keys {
-		idx[n] = k.i
+		idx[n] = int(k.i)
 	}
 	return idx
 }

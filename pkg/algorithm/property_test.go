@@ -234,6 +234,8 @@ func TestInvalidSnapshotsAreErrors(t *testing.T) {
 		"negative current size":   Snapshot(4, MakeJob("a").Running(-1)),
 		"negative queue":          Snapshot(4, MakeJob("a").Queue(-1)),
 		"duplicate job":           Snapshot(4, MakeJob("a"), MakeJob("a")),
+		"duplicate out of order":  Snapshot(4, MakeJob("b"), MakeJob("c"), MakeJob("a"), MakeJob("c")),
+		"duplicate at the start":  Snapshot(4, MakeJob("c"), MakeJob("a"), MakeJob("c")),
 		"job without an ID":       Snapshot(4, MakeJob("")),
 		"negative GPUs":           Snapshot(-1, MakeJob("a")),
 		"nodes do not add up":     {GPUs: 4, NodeGPUs: []int{2, 1}},

@@ -111,16 +111,26 @@ func (s *Snapshot) Validate() error {
 			return fmt.Errorf("nodes hold %d GPUs but the snapshot says %d", sum, s.GPUs)
 		}
 	}
-	seen := make(map[api.JobID]struct{}, len(s.Jobs))
+	// Jobs in strictly increasing ID order (as the engine passes them)
+	// cannot repeat; only others need a set to find duplicates.
+	var seen map[api.JobID]struct{}
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
 		if j.ID == "" {
 			return fmt.Errorf("job %d has no ID", i)
 		}
-		if _, dup := seen[j.ID]; dup {
-			return fmt.Errorf("job %s appears twice", j.ID)
+		if seen == nil && i > 0 && s.Jobs[i-1].ID >= j.ID {
+			seen = make(map[api.JobID]struct{}, len(s.Jobs))
+			for k := range i {
+				seen[s.Jobs[k].ID] = struct{}{}
+			}
 		}
-		seen[j.ID] = struct{}{}
+		if seen != nil {
+			if _, dup := seen[j.ID]; dup {
+				return fmt.Errorf("job %s appears twice", j.ID)
+			}
+			seen[j.ID] = struct{}{}
+		}
 		if err := j.validate(); err != nil {
 			return fmt.Errorf("job %s: %w", j.ID, err)
 		}

@@ -215,14 +215,7 @@ func testContention(t *testing.T, k *cluster) {
 	const ns, gpu = "contention", "contention-gpu"
 	nodes := k.scenario(t, ns, gpu, 1, 4)
 	ctx := context.Background()
-	other := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "notebook"},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{corev1.LabelHostname: nodes[0]},
-			Containers: []corev1.Container{{Name: "jupyter", Image: "jupyter/base-notebook",
-				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{v1alpha1.GPUResource: resourceOf("3")}}}},
-		},
-	}
+	other := nodePod(ns, "notebook", nodes[0], corev1.ResourceRequirements{Limits: corev1.ResourceList{v1alpha1.GPUResource: resourceOf("3")}})
 	k.create(t, other)
 	err := testenv.PollUntil(ctx, 30*time.Second, "the notebook runs", func(ctx context.Context) (bool, error) {
 		var p corev1.Pod
@@ -247,6 +240,17 @@ func testContention(t *testing.T, k *cluster) {
 }
 
 func resourceOf(s string) resource.Quantity { return resource.MustParse(s) }
+
+// nodePod is a pod that is not Voda's, pinned to a node, asking for res.
+func nodePod(ns, name, node string, res corev1.ResourceRequirements) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{corev1.LabelHostname: node},
+			Containers:   []corev1.Container{{Name: name, Image: "busybox", Resources: res}},
+		},
+	}
+}
 
 // testGangTimeout: a gang whose workers cannot all start (the node refuses
 // them: a taint Voda does not know about) gives its GPUs back after the

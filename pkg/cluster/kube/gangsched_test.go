@@ -221,14 +221,7 @@ func testGangTimeoutUnderGangScheduler(t *testing.T, k *cluster) {
 		t.Run(gang, func(t *testing.T) {
 			ns, gpu := "stuck-"+gang, "stuck-"+gang+"-gpu"
 			cfg, nodes := k.gangScenario(t, ns, gpu, gang, 2, 1)
-			hog := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "preprocess"},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{corev1.LabelHostname: nodes[0]},
-					Containers: []corev1.Container{{Name: "etl", Image: "busybox",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resourceOf("64")}}}},
-				},
-			}
+			hog := nodePod(ns, "preprocess", nodes[0], corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resourceOf("64")}})
 			k.create(t, hog)
 			o := controllerOpts(t, gpu)
 			o.GangTimeout = 3 * time.Second

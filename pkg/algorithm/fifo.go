@@ -88,6 +88,12 @@ type sortKey struct {
 // integer, then a time — ties broken by submission time and then ID, like
 // order. The keys hold no strings, so the sort moves small values and
 // reads an ID only on a full tie.
+//
+// Rounds are cheap when jobs come in submission order, as the engine
+// passes them: jobs with equal keys are then already in order, so the
+// order is found by grouping the jobs by their first key (there are few:
+// one for FIFO, queue and started-or-not for Tiresias) and sorting only the
+// groups that are not in order yet.
 func orderByKeys(jobs []Job, key func(j *Job, i int) (k1 int64, k2 time.Time)) []int {
 	keys := make([]sortKey, len(jobs))
 	for i := range jobs {
@@ -96,7 +102,7 @@ func orderByKeys(jobs []Job, key func(j *Job, i int) (k1 int64, k2 time.Time)) [
 		keys[i] = sortKey{k1: k1, k2: k2.Unix(), k2n: int32(k2.Nanosecond()),
 			submitted: j.Submitted.Unix(), submittedN: int32(j.Submitted.Nanosecond()), i: int32(i)}
 	}
-	slices.SortFunc(keys, func(a, b sortKey) int {
+	compare := func(a, b sortKey) int {
 		switch {
 		case a.k1 != b.k1:
 			return cmp.Compare(a.k1, b.k1)
@@ -110,12 +116,59 @@ func orderByKeys(jobs []Job, key func(j *Job, i int) (k1 int64, k2 time.Time)) [
 			return cmp.Compare(a.submittedN, b.submittedN)
 		}
 		return cmp.Compare(jobs[a.i].ID, jobs[b.i].ID)
-	})
+	}
+	if !slices.IsSortedFunc(keys, compare) {
+		keys = groupByFirstKey(keys)
+		for lo := 0; lo < len(keys); {
+			hi := lo + 1
+			for hi < len(keys) && keys[hi].k1 == keys[lo].k1 {
+				hi++
+			}
+			if g := keys[lo:hi]; !slices.IsSortedFunc(g, compare) {
+				slices.SortFunc(g, compare)
+			}
+			lo = hi
+		}
+	}
 	idx := make([]int, len(keys))
 	for n, k := range keys {
 		idx[n] = int(k.i)
 	}
 	return idx
+}
+
+// groupByFirstKey orders keys by k1 alone, keeping the order within each
+// k1 (a counting sort), when k1 takes at most a few values; otherwise it
+// returns keys as they are, which the per-group sort then sorts whole.
+func groupByFirstKey(keys []sortKey) []sortKey {
+	const most = 16
+	var firsts []int64
+	for _, k := range keys {
+		if !slices.Contains(firsts, k.k1) {
+			if len(firsts) == most {
+				slices.SortFunc(keys, func(a, b sortKey) int { return cmp.Compare(a.k1, b.k1) })
+				return keys
+			}
+			firsts = append(firsts, k.k1)
+		}
+	}
+	slices.Sort(firsts)
+	start := make([]int, len(firsts))
+	for _, k := range keys {
+		if g, _ := slices.BinarySearch(firsts, k.k1); g+1 < len(start) {
+			start[g+1]++
+		}
+	}
+	for g := 1; g < len(start); g++ {
+		start[g] += start[g-1]
+	}
+	out := make([]sortKey, len(keys))
+	for _, k := range keys {
+		g, _ := slices.BinarySearch(firsts, k.k1)
+		out[start[g]] = k
+		start[g]++
+	}
+	return out
 }
 
 func byArrival(a, b *Job) int {

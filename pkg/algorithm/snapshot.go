@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/vodascheduler/voda/pkg/api"
@@ -111,16 +112,23 @@ func (s *Snapshot) Validate() error {
 			return fmt.Errorf("nodes hold %d GPUs but the snapshot says %d", sum, s.GPUs)
 		}
 	}
-	// Jobs in strictly increasing ID order (as the engine passes them)
-	// cannot repeat; only others need a set to find duplicates.
+	// Jobs in strictly increasing ID order cannot repeat; others are
+	// checked with a set, kept from call to call (the engine validates a
+	// snapshot of every active job each round).
 	var seen map[api.JobID]struct{}
+	defer func() {
+		if seen != nil {
+			clear(seen)
+			seenPool.Put(seen)
+		}
+	}()
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
 		if j.ID == "" {
 			return fmt.Errorf("job %d has no ID", i)
 		}
 		if seen == nil && i > 0 && s.Jobs[i-1].ID >= j.ID {
-			seen = make(map[api.JobID]struct{}, len(s.Jobs))
+			seen = seenPool.Get().(map[api.JobID]struct{})
 			for k := range i {
 				seen[s.Jobs[k].ID] = struct{}{}
 			}
@@ -137,6 +145,8 @@ func (s *Snapshot) Validate() error {
 	}
 	return nil
 }
+
+var seenPool = sync.Pool{New: func() any { return map[api.JobID]struct{}{} }}
 
 func (j *Job) validate() error {
 	var errs []error

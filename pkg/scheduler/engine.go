@@ -63,7 +63,12 @@ type Engine struct {
 
 	jobs   map[api.JobID]*Job
 	active []*Job // waiting or running jobs, sorted by ID
-	nodes  map[api.NodeName]int
+	// arrival holds the active jobs in submission order (then ID): the
+	// policies' orders put few jobs elsewhere, so they sort little.
+	arrival []*Job
+	// snap is the policy input's buffer, reused from round to round.
+	snap  []algorithm.Job
+	nodes map[api.NodeName]int
 	// sortedNodes caches Nodes(); nil when the nodes changed.
 	sortedNodes []api.Node
 	// needPlacement forces placement at the next round even if no
@@ -345,14 +350,29 @@ func byID(j *Job, id api.JobID) int { return cmp.Compare(j.ID, id) }
 func (e *Engine) activate(id api.JobID) {
 	i, found := slices.BinarySearchFunc(e.active, id, byID)
 	if !found {
-		e.active = slices.Insert(e.active, i, e.jobs[id])
+		j := e.jobs[id]
+		e.active = slices.Insert(e.active, i, j)
+		k, _ := slices.BinarySearchFunc(e.arrival, j, byArrival)
+		e.arrival = slices.Insert(e.arrival, k, j)
 	}
 }
 
 func (e *Engine) deactivate(id api.JobID) {
 	if i, found := slices.BinarySearchFunc(e.active, id, byID); found {
+		j := e.active[i]
 		e.active = slices.Delete(e.active, i, i+1)
+		if k, found := slices.BinarySearchFunc(e.arrival, j, byArrival); found {
+			e.arrival = slices.Delete(e.arrival, k, k+1)
+		}
 	}
+}
+
+// byArrival orders jobs by submission time, then ID.
+func byArrival(a, b *Job) int {
+	if c := a.Submitted.Compare(b.Submitted); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
 }
 
 // advance brings every active job's accounting up to the clock and applies

@@ -12,10 +12,13 @@ import (
 // plan runs the policy and the placement on the current state and diffs the
 // result against it. It changes nothing but the jobs' messages.
 func (e *Engine) plan() (api.Plan, error) {
-	snap := algorithm.Snapshot{Now: e.now, GPUs: e.GPUs(), Jobs: make([]algorithm.Job, 0, len(e.active))}
-	for _, j := range e.active {
+	// In submission order, from a buffer the policy does not keep.
+	snap := algorithm.Snapshot{Now: e.now, GPUs: e.GPUs(), Jobs: e.snap[:0]}
+	for _, j := range e.arrival {
 		snap.Jobs = append(snap.Jobs, j.view())
 	}
+	e.snap = snap.Jobs
+	defer clear(e.snap) // drop the references to speedup curves until the next round
 	e.lastRound = RoundTimes{}
 	start := e.stopwatch()
 	res, err := e.policy.Allocate(snap)
@@ -23,12 +26,14 @@ func (e *Engine) plan() (api.Plan, error) {
 	if err != nil {
 		return api.Plan{}, fmt.Errorf("policy %s: %w", e.policy.Name(), err)
 	}
+	changed := e.needPlacement
 	for _, j := range e.active {
 		// Formatted only when read (see Job.clone): most rounds change
 		// few jobs, and formatting every reason dominated large rounds.
 		j.setReason(res.Reasons[j.ID])
+		changed = changed || res.Allocation[j.ID] != j.Workers
 	}
-	if !e.needPlacement && e.unchanged(res.Allocation) {
+	if !changed {
 		// Nothing to place: placement never moves a job whose size and
 		// nodes did not change.
 		return api.Plan{Allocation: res.Allocation, Placement: e.currentPlacement()}, nil
@@ -51,17 +56,6 @@ func (e *Engine) plan() (api.Plan, error) {
 		return api.Plan{}, fmt.Errorf("placement: %w", err)
 	}
 	return api.Plan{Allocation: in.Allocation, Placement: out.Placement, Actions: e.diff(res, out)}, nil
-}
-
-// unchanged reports whether an allocation gives every active job what it
-// holds now.
-func (e *Engine) unchanged(alloc api.Allocation) bool {
-	for _, j := range e.active {
-		if alloc[j.ID] != j.Workers {
-			return false
-		}
-	}
-	return true
 }
 
 func (e *Engine) currentPlacement() api.Placement {

@@ -73,7 +73,7 @@ func beats(x, y *afsState) bool {
 
 // Allocate implements Policy.
 func (AFSL) Allocate(s Snapshot) (Result, error) {
-	if err := s.Validate(); err != nil {
+	if err := s.validateJobs(); err != nil {
 		return Result{}, err
 	}
 	t := newTournament(&s)

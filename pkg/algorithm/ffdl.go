@@ -31,7 +31,7 @@ func (FfDLOptimizer) Name() string { return NameFfDLOptimizer }
 
 // Allocate implements Policy.
 func (FfDLOptimizer) Allocate(s Snapshot) (Result, error) {
-	if err := s.Validate(); err != nil {
+	if err := s.validateJobs(); err != nil {
 		return Result{}, err
 	}
 	r := newResult(len(s.Jobs))

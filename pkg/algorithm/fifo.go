@@ -30,7 +30,7 @@ func (ElasticFIFO) Name() string { return NameElasticFIFO }
 
 // Allocate implements Policy.
 func (FIFO) Allocate(s Snapshot) (Result, error) {
-	if err := s.Validate(); err != nil {
+	if err := s.validateJobs(); err != nil {
 		return Result{}, err
 	}
 	return checked(&s, rigid(&s, orderByKeys(s.Jobs, noKey)))
@@ -40,7 +40,7 @@ func noKey(*Job, int) (int64, time.Time) { return 0, time.Time{} }
 
 // Allocate implements Policy.
 func (ElasticFIFO) Allocate(s Snapshot) (Result, error) {
-	if err := s.Validate(); err != nil {
+	if err := s.validateJobs(); err != nil {
 		return Result{}, err
 	}
 	return checked(&s, elastic(&s, orderByKeys(s.Jobs, noKey)))

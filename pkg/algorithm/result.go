@@ -64,6 +64,11 @@ func newResult(n int) Result {
 // than exist. It returns an error instead of panicking, so a caller can keep
 // its previous plan.
 func ValidateResult(s *Snapshot, r Result) error {
+	if len(r.Allocation) != len(s.Jobs) {
+		if id, dup := s.duplicate(); dup {
+			return fmt.Errorf("job %s appears twice", id)
+		}
+	}
 	total := 0
 	for i := range s.Jobs {
 		j := &s.Jobs[i]

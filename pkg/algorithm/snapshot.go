@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/vodascheduler/voda/pkg/api"
@@ -97,6 +96,20 @@ func (j *Job) remaining() float64 {
 // validates specs on submission, so an error here is a bug upstream; a
 // policy returns it instead of guessing.
 func (s *Snapshot) Validate() error {
+	if err := s.validateJobs(); err != nil {
+		return err
+	}
+	if id, dup := s.duplicate(); dup {
+		return fmt.Errorf("job %s appears twice", id)
+	}
+	return nil
+}
+
+// validateJobs is Validate without the search for duplicate IDs, which
+// the policies leave to their result check (ValidateResult): a duplicate
+// leaves the result one entry short, and only then is it looked for.
+// Searching every round cost as much as a policy's sort.
+func (s *Snapshot) validateJobs() error {
 	if s.GPUs < 0 {
 		return fmt.Errorf("snapshot has %d GPUs, must not be negative", s.GPUs)
 	}
@@ -112,32 +125,10 @@ func (s *Snapshot) Validate() error {
 			return fmt.Errorf("nodes hold %d GPUs but the snapshot says %d", sum, s.GPUs)
 		}
 	}
-	// Jobs in strictly increasing ID order cannot repeat; others are
-	// checked with a set, kept from call to call (the engine validates a
-	// snapshot of every active job each round).
-	var seen map[api.JobID]struct{}
-	defer func() {
-		if seen != nil {
-			clear(seen)
-			seenPool.Put(seen)
-		}
-	}()
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
 		if j.ID == "" {
 			return fmt.Errorf("job %d has no ID", i)
-		}
-		if seen == nil && i > 0 && s.Jobs[i-1].ID >= j.ID {
-			seen = seenPool.Get().(map[api.JobID]struct{})
-			for k := range i {
-				seen[s.Jobs[k].ID] = struct{}{}
-			}
-		}
-		if seen != nil {
-			if _, dup := seen[j.ID]; dup {
-				return fmt.Errorf("job %s appears twice", j.ID)
-			}
-			seen[j.ID] = struct{}{}
 		}
 		if err := j.validate(); err != nil {
 			return fmt.Errorf("job %s: %w", j.ID, err)
@@ -146,7 +137,18 @@ func (s *Snapshot) Validate() error {
 	return nil
 }
 
-var seenPool = sync.Pool{New: func() any { return map[api.JobID]struct{}{} }}
+// duplicate returns an ID that appears more than once, if any.
+func (s *Snapshot) duplicate() (api.JobID, bool) {
+	seen := make(map[api.JobID]struct{}, len(s.Jobs))
+	for i := range s.Jobs {
+		id := s.Jobs[i].ID
+		if _, dup := seen[id]; dup {
+			return id, true
+		}
+		seen[id] = struct{}{}
+	}
+	return "", false
+}
 
 func (j *Job) validate() error {
 	var errs []error

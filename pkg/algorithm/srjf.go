@@ -26,7 +26,7 @@ func (ElasticSRJF) Name() string { return NameElasticSRJF }
 
 // Allocate implements Policy.
 func (SRJF) Allocate(s Snapshot) (Result, error) {
-	if err := s.Validate(); err != nil {
+	if err := s.validateJobs(); err != nil {
 		return Result{}, err
 	}
 	return checked(&s, rigid(&s, order(s.Jobs, byRemaining(s.Jobs))))
@@ -34,7 +34,7 @@ func (SRJF) Allocate(s Snapshot) (Result, error) {
 
 // Allocate implements Policy.
 func (ElasticSRJF) Allocate(s Snapshot) (Result, error) {
-	if err := s.Validate(); err != nil {
+	if err := s.validateJobs(); err != nil {
 		return Result{}, err
 	}
 	return checked(&s, elastic(&s, order(s.Jobs, byRemaining(s.Jobs))))

@@ -165,7 +165,7 @@ func (ElasticTiresias) Name() string { return NameElasticTiresias }
 
 // Allocate implements Policy.
 func (t Tiresias) Allocate(s Snapshot) (Result, error) {
-	if err := s.Validate(); err != nil {
+	if err := s.validateJobs(); err != nil {
 		return Result{}, err
 	}
 	if err := t.Config.Validate(); err != nil {
@@ -196,7 +196,7 @@ func tiresiasOrder(s *Snapshot, c TiresiasConfig) ([]int, []int) {
 
 // Allocate implements Policy.
 func (t ElasticTiresias) Allocate(s Snapshot) (Result, error) {
-	if err := s.Validate(); err != nil {
+	if err := s.validateJobs(); err != nil {
 		return Result{}, err
 	}
 	if err := t.Config.Validate(); err != nil {

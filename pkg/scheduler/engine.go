@@ -66,6 +66,11 @@ type Engine struct {
 	// arrival holds the active jobs in submission order (then ID): the
 	// policies' orders put few jobs elsewhere, so they sort little.
 	arrival []*Job
+	// queueAt caches nextQueueChange (valid while queueAtKnown): the time
+	// is absolute, and the counters it is computed from grow at constant
+	// rates between events, so only events, plans and queue changes move it.
+	queueAt                 time.Time
+	queueAtOK, queueAtKnown bool
 	// snap is the policy input's buffer, reused from round to round.
 	snap  []algorithm.Job
 	nodes map[api.NodeName]int
@@ -186,6 +191,7 @@ func (e *Engine) Jobs() []Job {
 // submission, bad spec, unknown policy…) is an error and changes nothing.
 func (e *Engine) Step(ev Event) error {
 	e.advance()
+	e.queueAtKnown = false
 	switch ev := ev.(type) {
 	case JobSubmitted:
 		return e.submit(ev)
@@ -389,8 +395,11 @@ func (e *Engine) advance() {
 		j.advance(dt)
 	}
 	e.now = now
-	if e.updateQueues() && e.usesQueues() {
-		e.dirty = true
+	if e.updateQueues() {
+		e.queueAtKnown = false
+		if e.usesQueues() {
+			e.dirty = true
+		}
 	}
 }
 
@@ -436,7 +445,7 @@ func (e *Engine) Restore(jobs []Job) error {
 			e.activate(r.ID)
 		}
 	}
-	e.dirty, e.needPlacement = true, true
+	e.dirty, e.needPlacement, e.queueAtKnown = true, true, false
 	return errors.Join(errs...)
 }
 
@@ -451,7 +460,11 @@ func (e *Engine) Due() (at time.Time, ok bool) {
 		}
 	}
 	if e.usesQueues() {
-		if t, found := e.nextQueueChange(); found && (!ok || t.Before(at)) {
+		if !e.queueAtKnown {
+			e.queueAt, e.queueAtOK = e.nextQueueChange()
+			e.queueAtKnown = true
+		}
+		if t, found := e.queueAt, e.queueAtOK; found && (!ok || t.Before(at)) {
 			at, ok = t, true
 		}
 	}
@@ -488,6 +501,7 @@ func (e *Engine) Tick() (api.Plan, error) {
 		e.scheduled, e.lastSchedule = true, e.now
 	}
 	e.assume(plan)
+	e.queueAtKnown = false
 	return plan, nil
 }
 

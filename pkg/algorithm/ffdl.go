@@ -1,8 +1,7 @@
 package algorithm
 
 import (
-	"cmp"
-	"slices"
+	"math"
 )
 
 // FfDLOptimizer maximises the cluster's total speedup Σ S_j(n_j) (Saxena et
@@ -19,9 +18,9 @@ import (
 // The optimum is exact. Jobs whose curve is concave on [Min, Max] are solved
 // together by merging their marginal gains (exact for concave separable
 // objectives); the rest go through the dynamic program
-// P[j][k] = max_g S_j(g) + P[j-1][k-g] over extra GPUs; the two are then
-// combined. This keeps the common case (concave curves, including the linear
-// default) fast at thousands of jobs.
+// P[j][k] = max_g S_j(g) + P[j-1][k-g] over extra GPUs, of which only the
+// states a Lagrangian bound cannot rule out are filled (ffdl_dp.go); the two
+// are then combined. 10 000 jobs on 32 768 GPUs take about 15 ms.
 type FfDLOptimizer struct{}
 
 var _ Policy = FfDLOptimizer{}
@@ -47,7 +46,7 @@ func (FfDLOptimizer) Allocate(s Snapshot) (Result, error) {
 		r.Allocation[j.ID] = 0
 		r.Reasons[j.ID] = Reason{Code: NoRoom, Need: j.Min, Free: free}
 	}
-	extra := maxTotalSpeedup(s.Jobs, admitted, free)
+	extra := maxTotalSpeedup(s.Jobs, admitted, free, true)
 	for k, i := range admitted {
 		j := &s.Jobs[i]
 		n := j.Min + extra[k]
@@ -57,145 +56,169 @@ func (FfDLOptimizer) Allocate(s Snapshot) (Result, error) {
 	return checked(&s, r)
 }
 
-// usefulMax is the smallest n in [Min, Max] reaching the job's best speedup
-// on that range: more GPUs than that never raise the objective, and ties
-// prefer fewer GPUs.
-func usefulMax(j *Job) int {
-	best, at := j.S(j.Min), j.Min
-	for n := j.Min + 1; n <= j.Max; n++ {
-		if v := j.S(n); v > best {
-			best, at = v, n
+// usefulCap is the extra GPUs, above the minimum, at which the curve vals
+// (vals[g] = S(Min+g)) first reaches its best value: more never raise the
+// objective, and ties prefer fewer GPUs.
+func usefulCap(vals []float64) int {
+	at := 0
+	for g, v := range vals {
+		if v > vals[at] {
+			at = g
 		}
 	}
 	return at
 }
 
-// concaveOn reports whether the job's marginal gains never increase on
-// [Min, hi].
-func concaveOn(j *Job, hi int) bool {
-	prev := j.S(j.Min+1) - j.S(j.Min)
-	for n := j.Min + 1; n < hi; n++ {
-		d := j.S(n+1) - j.S(n)
-		if d > prev {
+// concave reports whether the marginal gains of vals never increase.
+func concave(vals []float64) bool {
+	for g := 2; g < len(vals); g++ {
+		if vals[g]-vals[g-1] > vals[g-1]-vals[g-2] {
 			return false
 		}
-		prev = d
 	}
 	return true
 }
 
+// gainStep is one GPU more for the concave job at position pos of admitted.
 type gainStep struct {
-	pos  int // position in admitted
-	n    int // the grant takes the job from n to n+1 GPUs
 	gain float64
+	pos  int
+}
+
+// stepRun is a concave job's marginal gains not yet taken, flat[next:end];
+// they do not increase.
+type stepRun struct {
+	next, end, pos int32
+}
+
+// bestSteps merges the runs into the n best steps, by decreasing gain and
+// then job order. A heap of runs makes that O(n log runs), not a sort of
+// every step.
+func bestSteps(runs []stepRun, flat []float64, n int) []gainStep {
+	// ahead reports whether run a's next step comes before run b's.
+	ahead := func(a, b *stepRun) bool {
+		ga, gb := flat[a.next], flat[b.next]
+		return ga > gb || ga == gb && a.pos < b.pos
+	}
+	down := func(i int) {
+		for {
+			c := 2*i + 1
+			if c >= len(runs) {
+				return
+			}
+			if c+1 < len(runs) && ahead(&runs[c+1], &runs[c]) {
+				c++
+			}
+			if !ahead(&runs[c], &runs[i]) {
+				return
+			}
+			runs[i], runs[c] = runs[c], runs[i]
+			i = c
+		}
+	}
+	for i := len(runs)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	steps := make([]gainStep, 0, min(n, len(flat)))
+	for len(steps) < n && len(runs) > 0 {
+		top := &runs[0]
+		steps = append(steps, gainStep{gain: flat[top.next], pos: int(top.pos)})
+		if top.next++; top.next == top.end {
+			runs[0] = runs[len(runs)-1]
+			runs = runs[:len(runs)-1]
+		}
+		down(0)
+	}
+	return steps
+}
+
+// ffdlParts is the admitted jobs split for maxTotalSpeedup: the concave
+// jobs' steps, best first, with their prefix sums, and the other jobs'
+// positions in admitted with their gains over their minimum (g = 0..cap).
+type ffdlParts struct {
+	steps  []gainStep
+	prefix []float64
+	dp     []int
+	gains  [][]float64
+}
+
+// concaveBest is the concave group's best gain from x GPUs.
+func (p *ffdlParts) concaveBest(x int) float64 { return p.prefix[min(x, len(p.steps))] }
+
+func splitCurves(jobs []Job, admitted []int, budget int) ffdlParts {
+	var p ffdlParts
+	var runs []stepRun // concave jobs' positive marginal gains
+	var flat []float64 // the runs' gains, back to back
+	var vals []float64
+	for k, i := range admitted {
+		j := &jobs[i]
+		vals = vals[:0]
+		for n := j.Min; n <= j.Max; n++ {
+			vals = append(vals, j.S(n))
+		}
+		vals = vals[:usefulCap(vals)+1]
+		if len(vals) == 1 {
+			continue
+		}
+		if !concave(vals) {
+			g := make([]float64, min(len(vals), budget+1))
+			for x := 1; x < len(g); x++ {
+				g[x] = vals[x] - vals[0]
+			}
+			p.dp, p.gains = append(p.dp, k), append(p.gains, g)
+			continue
+		}
+		start := len(flat)
+		for x := 1; x < len(vals); x++ {
+			g := vals[x] - vals[x-1]
+			if !(g > 0) {
+				break
+			}
+			flat = append(flat, g)
+		}
+		if len(flat) > start {
+			runs = append(runs, stepRun{next: int32(start), end: int32(len(flat)), pos: int32(k)})
+		}
+	}
+	// No step past the budget plus the bound's farthest rank is ever read.
+	p.steps = bestSteps(runs, flat, budget+rankOffsets[len(rankOffsets)-1])
+	p.prefix = make([]float64, len(p.steps)+1)
+	for i, st := range p.steps {
+		p.prefix[i+1] = p.prefix[i] + st.gain
+	}
+	return p
 }
 
 // maxTotalSpeedup distributes budget extra GPUs over the admitted jobs, each
-// getting up to usefulMax−Min, maximising the sum of speedups. It returns
-// the extra GPUs per admitted job.
-func maxTotalSpeedup(jobs []Job, admitted []int, budget int) []int {
+// getting up to its useful cap, maximising the sum of speedups. It returns
+// the extra GPUs per admitted job. Without prune the non-concave jobs' table
+// is filled densely: the reference the pruned one must agree with.
+func maxTotalSpeedup(jobs []Job, admitted []int, budget int, prune bool) []int {
 	extra := make([]int, len(admitted))
 	if budget == 0 || len(admitted) == 0 {
 		return extra
 	}
-	var steps []gainStep // concave jobs' positive marginal gains
-	var dp []int         // positions of non-concave jobs
-	caps := make([]int, len(admitted))
-	for k, i := range admitted {
-		j := &jobs[i]
-		hi := usefulMax(j)
-		caps[k] = hi - j.Min
-		if caps[k] == 0 {
-			continue
-		}
-		if !concaveOn(j, hi) {
-			dp = append(dp, k)
-			continue
-		}
-		for n := j.Min; n < hi; n++ {
-			g := j.S(n+1) - j.S(n)
-			if !(g > 0) {
-				break
-			}
-			steps = append(steps, gainStep{pos: k, n: n, gain: g})
-		}
+	p := splitCurves(jobs, admitted, budget)
+	bound := &dpBound{lower: math.Inf(-1)}
+	if prune && len(p.dp) > 0 {
+		bound = newDPBound(&p, budget)
 	}
-	// Within a concave job gains do not increase, so sorting by gain (ties by
-	// job order, then by n) takes each job's grants in order.
-	slices.SortFunc(steps, func(a, b gainStep) int {
-		if c := cmp.Compare(b.gain, a.gain); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.pos, b.pos); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.n, b.n)
-	})
-	// concaveBest(x) = sum of the best x steps.
-	prefix := make([]float64, len(steps)+1)
-	for i, st := range steps {
-		prefix[i+1] = prefix[i] + st.gain
-	}
-	concaveBest := func(x int) float64 { return prefix[min(x, len(steps))] }
-
-	best, sol := dynamicProgram(jobs, admitted, dp, caps, budget)
+	lo, hi, best, rows := dynamicProgram(p.gains, bound, budget)
 	// Split the budget between the two groups.
-	split, bestVal := 0, best[0]+concaveBest(budget)
-	for k := 1; k < len(best); k++ {
-		if v := best[k] + concaveBest(budget-k); v > bestVal {
+	split, bestVal := -1, math.Inf(-1)
+	for k := lo; k <= hi; k++ {
+		if v := best[k] + p.concaveBest(budget-k); v > bestVal {
 			split, bestVal = k, v
 		}
 	}
 	k := split
-	for d := len(dp) - 1; d >= 0; d-- {
-		g := int(sol[d][min(k, len(sol[d])-1)])
-		extra[dp[d]] = g
+	for d := len(p.dp) - 1; d >= 0; d-- {
+		g := int(rows[d].sol[k-rows[d].lo])
+		extra[p.dp[d]] = g
 		k -= g
 	}
-	for _, st := range steps[:min(budget-split, len(steps))] {
+	for _, st := range p.steps[:min(budget-split, len(p.steps))] {
 		extra[st.pos]++
 	}
 	return extra
-}
-
-// dynamicProgram solves the non-concave jobs exactly. best[k] is the best
-// speedup gain with at most k extra GPUs over them; sol[d][k] is the extra
-// GPUs of the d-th of them in that optimum. Row d only spans the GPUs the
-// first d jobs could use at all, which keeps early rows short.
-func dynamicProgram(jobs []Job, admitted, dp, caps []int, budget int) ([]float64, [][]int32) {
-	width := 0
-	for _, k := range dp {
-		width += caps[k]
-	}
-	width = min(width, budget)
-	prev := make([]float64, width+1)
-	cur := make([]float64, width+1)
-	sol := make([][]int32, len(dp))
-	reach := 0 // GPUs the jobs so far can use
-	for d, pos := range dp {
-		j := &jobs[admitted[pos]]
-		c := min(caps[pos], width)
-		base := j.S(j.Min)
-		gains := make([]float64, c+1)
-		for g := range gains {
-			gains[g] = j.S(j.Min+g) - base
-		}
-		reach = min(reach+c, width)
-		row := make([]int32, reach+1)
-		for k := 0; k <= reach; k++ {
-			bv, bg := prev[k], 0 // prev is filled flat beyond its reach
-			for g := 1; g <= min(c, k); g++ {
-				if v := gains[g] + prev[k-g]; v > bv {
-					bv, bg = v, g
-				}
-			}
-			cur[k], row[k] = bv, int32(bg)
-		}
-		for k := reach + 1; k <= width; k++ {
-			cur[k] = cur[reach]
-		}
-		sol[d] = row
-		prev, cur = cur, prev
-	}
-	return prev, sol
 }

@@ -71,6 +71,36 @@ func beats(x, y *afsState) bool {
 	return bWins == yIsB
 }
 
+// grant hands the next GPU (or a waiting job's minimum) to the tournament's
+// winner, or takes the winner out of the tournament when its minimum does
+// not fit in free. It returns false when no job is left to take one.
+func (t *tournament) grant(free *int, r *Result) bool {
+	w := t.winner()
+	if w < 0 {
+		return false
+	}
+	a := &t.st[w]
+	j := a.job
+	wasZero := a.n == 0
+	switch {
+	case !wasZero:
+		a.n++
+		*free--
+	case j.Min <= *free:
+		a.n = j.Min
+		*free -= j.Min
+	default:
+		a.active = false
+		r.Reasons[j.ID] = Reason{Code: NoRoom, Need: j.Min, Free: *free}
+	}
+	if a.active && (a.n >= j.Max || !(j.S(a.n+1) > j.S(a.n))) {
+		a.active = false
+	}
+	a.refresh()
+	t.update(w, wasZero)
+	return true
+}
+
 // Allocate implements Policy.
 func (AFSL) Allocate(s Snapshot) (Result, error) {
 	if err := s.validateJobs(); err != nil {
@@ -79,30 +109,7 @@ func (AFSL) Allocate(s Snapshot) (Result, error) {
 	t := newTournament(&s)
 	r := newResult(len(s.Jobs))
 	free := s.GPUs
-	for free > 0 {
-		w := t.winner()
-		if w < 0 {
-			break
-		}
-		a := &t.st[w]
-		j := a.job
-		wasZero := a.n == 0
-		switch {
-		case !wasZero:
-			a.n++
-			free--
-		case j.Min <= free:
-			a.n = j.Min
-			free -= j.Min
-		default:
-			a.active = false
-			r.Reasons[j.ID] = Reason{Code: NoRoom, Need: j.Min, Free: free}
-		}
-		if a.active && (a.n >= j.Max || !(j.S(a.n+1) > j.S(a.n))) {
-			a.active = false
-		}
-		a.refresh()
-		t.update(w, wasZero)
+	for free > 0 && t.grant(&free, &r) {
 	}
 	for p := range t.st {
 		a := &t.st[p]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -55,35 +56,88 @@ func naiveAFSL(s *Snapshot) api.Allocation {
 	return out
 }
 
+// randomAFSLSnapshot mixes unknown and tied remaining times with linear,
+// Amdahl, plateau and dipping curves, so the tournament meets every kind of
+// comparison. Large snapshots span many blocks of positions.
+func randomAFSLSnapshot(r *rand.Rand, large bool) Snapshot {
+	jobs, gpus := r.IntN(30), r.IntN(80)
+	if large {
+		jobs, gpus = 64+r.IntN(400), r.IntN(1200)
+	}
+	s := Snapshot{GPUs: gpus}
+	for i := range jobs {
+		lo := 1 + r.IntN(4)
+		j := Job{
+			ID: api.JobID(fmt.Sprintf("j%03d", i)), Min: lo, Max: lo + r.IntN(10),
+			Submitted: time.Unix(int64(r.IntN(5)), 0),
+			Remaining: float64(r.IntN(6)) * 1000, // many ties on purpose
+		}
+		if large && r.IntN(2) == 0 {
+			j.Remaining = r.Float64() * 1e5
+		}
+		switch r.IntN(5) {
+		case 0:
+			j.Remaining = math.Inf(1)
+		case 1:
+			f := r.Float64() * 0.4
+			j.Speedup = func(n int) float64 { return float64(n) / (1 + f*float64(n-1)) }
+		case 2:
+			tab := []float64{1, 1 + r.Float64(), 1 + 2*r.Float64(), 2 + r.Float64()}
+			j.Speedup = func(n int) float64 { return tab[min(n, len(tab))-1] }
+		case 3: // slows down past a node, then recovers: gains rise again
+			node, dip := 1+r.IntN(4), r.Float64()
+			j.Speedup = func(n int) float64 {
+				if n <= node {
+					return float64(n)
+				}
+				return float64(node) - dip + 1.5*float64(n-node)
+			}
+		}
+		s.Jobs = append(s.Jobs, j)
+	}
+	return s
+}
+
 func TestAFSLTournamentMatchesNaiveReplay(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for iter := range 3000 {
-		s := Snapshot{GPUs: r.IntN(80)}
-		for i := range r.IntN(30) {
-			lo := 1 + r.IntN(4)
-			j := Job{
-				ID: api.JobID(fmt.Sprintf("j%02d", i)), Min: lo, Max: lo + r.IntN(10),
-				Submitted: time.Unix(int64(r.IntN(5)), 0),
-				Remaining: float64(r.IntN(6)) * 1000, // many ties on purpose
-			}
-			switch r.IntN(4) {
-			case 0:
-				j.Remaining = math.Inf(1)
-			case 1:
-				f := r.Float64() * 0.4
-				j.Speedup = func(n int) float64 { return float64(n) / (1 + f*float64(n-1)) }
-			case 2:
-				tab := []float64{1, 1 + r.Float64(), 1 + 2*r.Float64(), 2 + r.Float64()}
-				j.Speedup = func(n int) float64 { return tab[min(n, len(tab))-1] }
-			}
-			s.Jobs = append(s.Jobs, j)
-		}
+	for iter := range 3060 {
+		s := randomAFSLSnapshot(r, iter >= 3000)
 		got, err := AFSL{}.Allocate(s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(naiveAFSL(&s), got.Allocation); diff != "" {
 			t.Fatalf("iteration %d (-naive,+fast):\n%s", iter, diff)
+		}
+	}
+}
+
+// A block's summary may be wider than its jobs, never narrower: after every
+// grant it must cover each running job's key and flag each gap holding a
+// waiting job, and its start must be the first running job at or past it.
+func TestAFSLBlockSummariesCoverTheirJobs(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for iter := range 40 {
+		s := randomAFSLSnapshot(r, true)
+		tr := newTournament(&s)
+		res := newResult(len(s.Jobs))
+		free := s.GPUs
+		for grant := 0; free > 0 && tr.grant(&free, &res); grant++ {
+			for b := range tr.blocks {
+				bl := &tr.blocks[b]
+				lo, hi := tr.blockStart[b], tr.blockStart[b+1]
+				if want, _ := slices.BinarySearch(tr.nz, b*blockJobs); lo != want {
+					t.Fatalf("iteration %d, grant %d: block %d starts at %d, want %d", iter, grant, b, lo, want)
+				}
+				for i := lo; i < hi; i++ {
+					y := tr.keys[i]
+					finite := !math.IsInf(y.length, 1)
+					if y.length < bl.minLen || y.length > bl.maxLen || y.gCur > bl.maxGCur || y.gNew > bl.maxGNew ||
+						finite && y.gCur > bl.maxGCurFinite || tr.gapMin[i] >= 0 && !bl.gaps {
+						t.Fatalf("iteration %d, grant %d: block %d's summary %+v misses job %d (key %+v, gap %d)", iter, grant, b, *bl, tr.nz[i], y, tr.gapMin[i])
+					}
+				}
+			}
 		}
 	}
 }

@@ -441,7 +441,7 @@ func printSchedulers(w io.Writer, items []rest.Scheduler, format string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "GPU-TYPE\tALGORITHM\tRATE-LIMIT\tNODES\tGPUS\tALLOCATED\tWAITING\tRUNNING\tDONE")
+	fmt.Fprintln(tw, "GPU-TYPE\tALGORITHM\tRATE-LIMIT\tNODES\tGPUS\tALLOCATED\tOTHER\tWAITING\tRUNNING\tDONE")
 	for _, s := range items {
 		done := s.Jobs[string(v1alpha1.PhaseCompleted)] + s.Jobs[string(v1alpha1.PhaseFailed)] + s.Jobs[string(v1alpha1.PhaseCanceled)]
 		waiting := s.Jobs[string(v1alpha1.PhaseWaiting)] + s.Jobs[string(v1alpha1.PhaseSubmitted)]
@@ -449,8 +449,8 @@ func printSchedulers(w io.Writer, items []rest.Scheduler, format string) error {
 		if s.SettingsError != "" {
 			alg += " (bad settings)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", s.GPUType, alg, s.RateLimit, s.Nodes, s.GPUs, s.AllocatedGPUs,
-			waiting, s.Jobs[string(v1alpha1.PhaseRunning)], done)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", s.GPUType, alg, s.RateLimit, s.Nodes, s.GPUs, s.AllocatedGPUs,
+			s.OtherGPUs, waiting, s.Jobs[string(v1alpha1.PhaseRunning)], done)
 	}
 	return tw.Flush()
 }

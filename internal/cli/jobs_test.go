@@ -116,7 +116,7 @@ func newCannedServer(t *testing.T) *cannedServer {
 	mux.HandleFunc("/api/v1/schedulers", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, 200, rest.SchedulerList{Items: []rest.Scheduler{
 			{GPUType: "nvidia-gtx-1080ti", Algorithm: "ElasticFIFO", RateLimit: "30s", Nodes: 2, GPUs: 8, Jobs: map[string]int{"Completed": 1}},
-			{GPUType: "nvidia-tesla-v100", Algorithm: "Tiresias", RateLimit: "10s", Nodes: 4, GPUs: 16, AllocatedGPUs: 15,
+			{GPUType: "nvidia-tesla-v100", Algorithm: "Tiresias", RateLimit: "10s", Nodes: 4, GPUs: 16, AllocatedGPUs: 12, OtherGPUs: 3,
 				Jobs: map[string]int{"Running": 5, "Waiting": 2, "Failed": 1}, SettingsError: "rateLimit \"x\" is not a non-negative duration"},
 		}})
 	})

@@ -40,6 +40,16 @@ profiles:
       permitWaitingTimeSeconds: 10
 `
 
+// ApplyPodGroupCRD installs scheduler-plugins' PodGroup CRD, built by
+// hack/tools/build.sh, without starting its scheduler.
+func (e *Env) ApplyPodGroupCRD(ctx context.Context) error {
+	crd, err := os.ReadFile(filepath.Join(e.bin, "scheduling.x-k8s.io_podgroups.yaml"))
+	if err != nil {
+		return err
+	}
+	return e.ApplyCRDs(ctx, crd)
+}
+
 // StartCoscheduling installs the PodGroup CRD and runs the scheduler-plugins
 // scheduler with coscheduling as a secondary scheduler, and its PodGroup
 // controller, all built by hack/tools/build.sh from sigs.k8s.io/scheduler-plugins.
@@ -50,11 +60,7 @@ func (e *Env) StartCoscheduling(ctx context.Context) error {
 	if e.cosched {
 		return nil
 	}
-	crd, err := os.ReadFile(filepath.Join(e.bin, "scheduling.x-k8s.io_podgroups.yaml"))
-	if err != nil {
-		return err
-	}
-	if err := e.ApplyCRDs(ctx, crd); err != nil {
+	if err := e.ApplyPodGroupCRD(ctx); err != nil {
 		return err
 	}
 	cfg := filepath.Join(e.Dir, "coscheduling.yaml")

@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -564,9 +565,41 @@ func testSchedulers(t *testing.T, e *apiEnv) {
 		t.Fatalf("schedulers: %+v", scheds)
 	}
 	code, out := e.voda(t, "alice", "get", "schedulers")
-	if code != 0 || !regexpMatch(`(?m)^api-gpu +ElasticFIFO +300ms +2 +8 +0 `, out) {
+	if code != 0 || !regexpMatch(`(?m)^api-gpu +ElasticFIFO +300ms +2 +8 +0 +0 `, out) {
 		t.Errorf("get schedulers: %d\n%s", code, out)
 	}
+
+	// A pod that is not Voda's, holding 3 GPUs of a node (bound by hand,
+	// as another scheduler would), shows as other GPUs until it finishes.
+	other := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "notebook"},
+		Spec: corev1.PodSpec{NodeName: testGPUType + "-0", Containers: []corev1.Container{{
+			Name: "notebook", Image: "busybox",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("3")}},
+		}}},
+	}
+	if err := e.k8s.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	otherGPUs := func() int {
+		t.Helper()
+		scheds, err := alice.Schedulers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(scheds, func(s rest.Scheduler) bool { return s.GPUType == testGPUType })
+		return scheds[i].OtherGPUs
+	}
+	if got := otherGPUs(); got != 3 {
+		t.Errorf("other GPUs with a 3-GPU pod on a node: %d, want 3", got)
+	}
+	if code, out := e.voda(t, "alice", "get", "schedulers"); code != 0 || !regexpMatch(`(?m)^api-gpu +ElasticFIFO +300ms +2 +8 +0 +3 `, out) {
+		t.Errorf("get schedulers with a 3-GPU pod on a node: %d\n%s", code, out)
+	}
+	if err := e.k8s.Delete(ctx, other, ctrlclient.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the other pod is gone from the count", func() (bool, error) { return otherGPUs() == 0, nil })
 
 	// Refused changes change nothing: no ConfigMap appears.
 	for _, c := range []struct {

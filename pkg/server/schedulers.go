@@ -38,8 +38,8 @@ func (s *Server) listSchedulers(w http.ResponseWriter, r *http.Request, _ User) 
 }
 
 // schedulers describes every GPU type that has a node or a job, from the
-// nodes, the jobs and the settings ConfigMap, the way the controller sees
-// them.
+// nodes, the jobs, the other pods on the nodes and the settings ConfigMap,
+// the way the controller sees them.
 func (s *Server) schedulers(ctx context.Context) (map[string]rest.Scheduler, error) {
 	var nodes corev1.NodeList
 	if err := s.c.List(ctx, &nodes, client.HasLabels{v1alpha1.AcceleratorLabel}); err != nil {
@@ -52,6 +52,10 @@ func (s *Server) schedulers(ctx context.Context) (map[string]rest.Scheduler, err
 	data, err := s.settingsData(ctx)
 	if err != nil {
 		return nil, err
+	}
+	other, err := kube.ForeignGPUsByNode(ctx, s.c)
+	if err != nil {
+		return nil, kubeError(err, "pods", "")
 	}
 	out := map[string]rest.Scheduler{}
 	get := func(t string) rest.Scheduler {
@@ -81,6 +85,7 @@ func (s *Server) schedulers(ctx context.Context) (map[string]rest.Scheduler, err
 		if gt, gpus := kube.NodeGPUs(&nodes.Items[i]); gt != "" {
 			sc.Nodes++
 			sc.GPUs += gpus
+			sc.OtherGPUs += min(other[nodes.Items[i].Name], gpus)
 		}
 		out[t] = sc
 	}

@@ -49,10 +49,13 @@ type Scheduler struct {
 	// are ignored.
 	SettingsError string `json:"settingsError,omitempty"`
 	// Nodes and GPUs count the schedulable nodes of the type and their GPUs;
-	// AllocatedGPUs the GPUs held by jobs.
+	// AllocatedGPUs the GPUs held by jobs; OtherGPUs the GPUs that pods
+	// which are not Voda's hold on those nodes, which Voda leaves alone.
+	// GPUs − AllocatedGPUs − OtherGPUs are free.
 	Nodes         int `json:"nodes"`
 	GPUs          int `json:"gpus"`
 	AllocatedGPUs int `json:"allocatedGPUs"`
+	OtherGPUs     int `json:"otherGPUs"`
 	// Jobs counts the type's jobs per phase (Submitted, Waiting, Running,
 	// Completed, Failed, Canceled); phases without jobs are left out.
 	Jobs map[string]int `json:"jobs"`

@@ -29,22 +29,28 @@ import (
 // nodeNameField indexes foreign pods by the node they are bound to.
 const nodeNameField = "spec.nodeName"
 
+// foreignSelectors select the pods that count: without Voda's job label,
+// not finished.
+func foreignSelectors() (labels.Selector, fields.Selector, error) {
+	notJob, err := labels.NewRequirement(v1alpha1.JobLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return labels.NewSelector().Add(*notJob), fields.AndSelectors(
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed))), nil
+}
+
 // newForeignCache returns the cache of pods without Voda's job label that
 // are not finished, indexed by node.
 func newForeignCache(ctx context.Context, cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
-	notJob, err := labels.NewRequirement(v1alpha1.JobLabel, selection.DoesNotExist, nil)
+	lsel, fsel, err := foreignSelectors()
 	if err != nil {
 		return nil, err
 	}
 	opts.DefaultNamespaces = nil
 	opts.ByObject = map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {
-			Label: labels.NewSelector().Add(*notJob),
-			Field: fields.AndSelectors(
-				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
-				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed))),
-			Transform: slimPod,
-		},
+		&corev1.Pod{}: {Label: lsel, Field: fsel, Transform: slimPod},
 	}
 	c, err := cache.New(cfg, opts)
 	if err != nil {
@@ -118,6 +124,28 @@ func (c *Controller) foreignGPUs(ctx context.Context, node string) (int, error) 
 		n += podGPUs(&pods.Items[i])
 	}
 	return int(n), nil
+}
+
+// ForeignGPUsByNode lists, straight from r, the GPUs that pods which are not
+// Voda's hold on each node — the same pods the controller leaves out of its
+// plans. Nodes without such GPUs are left out.
+func ForeignGPUsByNode(ctx context.Context, r client.Reader) (map[string]int, error) {
+	lsel, fsel, err := foreignSelectors()
+	if err != nil {
+		return nil, err
+	}
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.MatchingLabelsSelector{Selector: lsel}, client.MatchingFieldsSelector{Selector: fsel}); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if n := podGPUs(p); n > 0 && p.Spec.NodeName != "" {
+			out[p.Spec.NodeName] += int(n)
+		}
+	}
+	return out, nil
 }
 
 // foreignPodSource wakes the node reconciler when another pod arrives on,

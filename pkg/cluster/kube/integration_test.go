@@ -56,11 +56,16 @@ func TestIntegrationController(t *testing.T) {
 // testRBACMinimal checks that the chart's ServiceAccount may not do what
 // the controller never does.
 func testRBACMinimal(t *testing.T, k *cluster) {
+	ctx := context.Background()
+	// The PodGroup CRD must be served for "forbidden" to mean the RBAC said
+	// no, whichever subtests ran before.
+	if err := k.env.ApplyPodGroupCRD(ctx); err != nil {
+		t.Fatal(err)
+	}
 	c, err := client.New(k.ctrlConfig, client.Options{Scheme: kube.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil || len(nodes.Items) == 0 {
 		t.Fatalf("list nodes, which the controller needs: %v", err)

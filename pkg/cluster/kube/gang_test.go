@@ -254,17 +254,29 @@ func nodePod(ns, name, node string, res corev1.ResourceRequirements) *corev1.Pod
 
 // testGangTimeout: a gang whose workers cannot all start (the node refuses
 // them: a taint Voda does not know about) gives its GPUs back after the
-// gang timeout, with an Event, and runs once the node takes pods again.
+// gang timeout, with an Event, and runs once the node takes pods again. The
+// gang is placed by one controller and timed out by the next: the clock
+// does not die with the controller that started it.
 func testGangTimeout(t *testing.T, k *cluster) {
 	const ns, gpu = "gangtimeout", "gangtimeout-gpu"
 	nodes := k.scenario(t, ns, gpu, 1, 2)
 	ctx := context.Background()
 	k.taint(t, nodes[0], true)
 	o := controllerOpts(t, gpu)
+	o.GangTimeout = time.Hour
+	_, stop := k.startController(t, o)
+	k.create(t, newJob(ns, "stuck", gpu, 2, 2))
+	err := testenv.PollUntil(ctx, 60*time.Second, "stuck placed", func(ctx context.Context) (bool, error) {
+		j := k.job(t, ns, "stuck")
+		return j.Status.Phase == v1alpha1.PhaseRunning && len(j.Status.Placement) == 2, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
 	o.GangTimeout = 3 * time.Second
 	k.startController(t, o)
-	k.create(t, newJob(ns, "stuck", gpu, 2, 2))
-	err := testenv.PollUntil(ctx, 60*time.Second, "a GangTimeout event", func(ctx context.Context) (bool, error) {
+	err = testenv.PollUntil(ctx, 60*time.Second, "a GangTimeout event", func(ctx context.Context) (bool, error) {
 		return k.hasEvent(ctx, ns, "stuck", "GangTimeout", "2 of 2 workers not running 3s after they were placed"), nil
 	})
 	if err != nil {

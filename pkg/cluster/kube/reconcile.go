@@ -397,7 +397,11 @@ func (c *Controller) checkGang(ctx context.Context, tj *v1alpha1.TrainingJob, id
 	d, ok := c.disrupted[id]
 	c.estMu.Unlock()
 	if !ok {
-		return c.opts.GangTimeout, nil // not started by this controller: no clock to go by
+		// Placed before this controller took over (a restart, a new
+		// leader): the clock starts now, so the gang gets at most one more
+		// GangTimeout instead of holding its GPUs for ever.
+		c.restarting(id, int(tj.Status.Workers))
+		return c.opts.GangTimeout, nil
 	}
 	if left := c.opts.GangTimeout - time.Since(d.since); left > 0 {
 		return left, nil

@@ -118,17 +118,7 @@ func orderByKeys(jobs []Job, key func(j *Job, i int) (k1 int64, k2 time.Time)) [
 		return cmp.Compare(jobs[a.i].ID, jobs[b.i].ID)
 	}
 	if !slices.IsSortedFunc(keys, compare) {
-		keys = groupByFirstKey(keys)
-		for lo := 0; lo < len(keys); {
-			hi := lo + 1
-			for hi < len(keys) && keys[hi].k1 == keys[lo].k1 {
-				hi++
-			}
-			if g := keys[lo:hi]; !slices.IsSortedFunc(g, compare) {
-				slices.SortFunc(g, compare)
-			}
-			lo = hi
-		}
+		keys = sortByGroups(keys, compare)
 	}
 	idx := make([]int, len(keys))
 	for n, k := range keys {
@@ -137,17 +127,39 @@ func orderByKeys(jobs []Job, key func(j *Job, i int) (k1 int64, k2 time.Time)) [
 	return idx
 }
 
+// sortByGroups sorts keys by compare, whose first criterion is k1. When k1
+// takes few values, keys are grouped by k1 in one counting pass, keeping
+// their order within each group, and only the groups out of order are
+// sorted; otherwise keys are sorted whole.
+func sortByGroups(keys []sortKey, compare func(a, b sortKey) int) []sortKey {
+	grouped, ok := groupByFirstKey(keys)
+	if !ok {
+		slices.SortFunc(keys, compare)
+		return keys
+	}
+	for lo := 0; lo < len(grouped); {
+		hi := lo + 1
+		for hi < len(grouped) && grouped[hi].k1 == grouped[lo].k1 {
+			hi++
+		}
+		if g := grouped[lo:hi]; !slices.IsSortedFunc(g, compare) {
+			slices.SortFunc(g, compare)
+		}
+		lo = hi
+	}
+	return grouped
+}
+
 // groupByFirstKey orders keys by k1 alone, keeping the order within each
-// k1 (a counting sort), when k1 takes at most a few values; otherwise it
-// returns keys as they are, which the per-group sort then sorts whole.
-func groupByFirstKey(keys []sortKey) []sortKey {
+// k1 (a counting sort). It reports false, having done nothing, when k1
+// takes more than a few values.
+func groupByFirstKey(keys []sortKey) ([]sortKey, bool) {
 	const most = 16
 	var firsts []int64
 	for _, k := range keys {
 		if !slices.Contains(firsts, k.k1) {
 			if len(firsts) == most {
-				slices.SortFunc(keys, func(a, b sortKey) int { return cmp.Compare(a.k1, b.k1) })
-				return keys
+				return nil, false
 			}
 			firsts = append(firsts, k.k1)
 		}
@@ -168,7 +180,7 @@ func groupByFirstKey(keys []sortKey) []sortKey {
 		out[start[g]] = k
 		start[g]++
 	}
-	return out
+	return out, true
 }
 
 func byArrival(a, b *Job) int {

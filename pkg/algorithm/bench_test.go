@@ -67,3 +67,37 @@ func BenchmarkAllocate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFfDLNonConcave is FfDL's hard case: every curve dips where the
+// job first spans two nodes, and all start at the same slope, so no concave
+// jobs set the marginal gain and many allocations tie with the optimum. The
+// bounded table must keep every state tied with an optimal one.
+func BenchmarkFfDLNonConcave(b *testing.B) {
+	for _, sz := range []struct{ jobs, gpus int }{{1000, 4096}, {10000, 32768}} {
+		r := rand.New(rand.NewPCG(1, 2))
+		sizes := []int{1, 1, 1, 1, 2, 2, 4, 4, 8, 16, 32}
+		var ws []*JobWrapper
+		for i := range sz.jobs {
+			req := sizes[r.IntN(len(sizes))]
+			node, drop := 2+r.IntN(8), 2*r.Float64()
+			w := MakeJob(fmt.Sprintf("job-%05d", i)).Workers(1, min(2*req, 64)).Requested(req).
+				SubmittedAt(time.Duration(i) * time.Second)
+			w.Speedup = func(n int) float64 {
+				if n <= node {
+					return 0.95 * float64(n)
+				}
+				return 0.95*float64(node) - drop + 0.5*float64(n-node)
+			}
+			ws = append(ws, w)
+		}
+		snap := Snapshot(sz.gpus, ws...)
+		b.Run(fmt.Sprintf("jobs=%d/gpus=%d", sz.jobs, sz.gpus), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := (algorithm.FfDLOptimizer{}).Allocate(snap); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

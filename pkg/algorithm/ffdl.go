@@ -189,6 +189,26 @@ func splitCurves(jobs []Job, admitted []int, budget int) ffdlParts {
 	return p
 }
 
+// solveNonConcave fills the non-concave jobs' table, splits the budget
+// between them and the concave group, and writes their extra GPUs into
+// extra. It returns the non-concave jobs' share.
+func solveNonConcave[T uint8 | int32](p *ffdlParts, bound *dpBound, budget int, extra []int) int {
+	lo, hi, best, rows := dynamicProgram[T](p.gains, bound, budget)
+	split, bestVal := -1, math.Inf(-1)
+	for k := lo; k <= hi; k++ {
+		if v := best[k] + p.concaveBest(budget-k); v > bestVal {
+			split, bestVal = k, v
+		}
+	}
+	k := split
+	for d := len(p.dp) - 1; d >= 0; d-- {
+		g := int(rows[d].sol[k-rows[d].lo])
+		extra[p.dp[d]] = g
+		k -= g
+	}
+	return split
+}
+
 // maxTotalSpeedup distributes budget extra GPUs over the admitted jobs, each
 // getting up to its useful cap, maximising the sum of speedups. It returns
 // the extra GPUs per admitted job. Without prune the non-concave jobs' table
@@ -203,19 +223,15 @@ func maxTotalSpeedup(jobs []Job, admitted []int, budget int, prune bool) []int {
 	if prune && len(p.dp) > 0 {
 		bound = newDPBound(&p, budget)
 	}
-	lo, hi, best, rows := dynamicProgram(p.gains, bound, budget)
-	// Split the budget between the two groups.
-	split, bestVal := -1, math.Inf(-1)
-	for k := lo; k <= hi; k++ {
-		if v := best[k] + p.concaveBest(budget-k); v > bestVal {
-			split, bestVal = k, v
-		}
+	maxCap := 0
+	for _, g := range p.gains {
+		maxCap = max(maxCap, len(g)-1)
 	}
-	k := split
-	for d := len(p.dp) - 1; d >= 0; d-- {
-		g := int(rows[d].sol[k-rows[d].lo])
-		extra[p.dp[d]] = g
-		k -= g
+	var split int
+	if maxCap <= math.MaxUint8 {
+		split = solveNonConcave[uint8](&p, bound, budget, extra)
+	} else {
+		split = solveNonConcave[int32](&p, bound, budget, extra)
 	}
 	for _, st := range p.steps[:min(budget-split, len(p.steps))] {
 		extra[st.pos]++

@@ -32,10 +32,12 @@ import (
 // one the dense table holds and the traced choice is the same, ties included.
 
 // dpRow is the dense table's row for one job, restricted to its live band:
-// sol[k−lo] is the job's extra GPUs in the best choice with at most k.
-type dpRow struct {
+// sol[k−lo] is the job's extra GPUs in the best choice with at most k. The
+// rows hold most of the table's memory, so they are bytes whenever no job
+// can take more than 255 extra GPUs.
+type dpRow[T uint8 | int32] struct {
 	lo  int
-	sol []int32
+	sol []T
 }
 
 // dpBound is the pruning test. phi[d·L+i] is Σ over the jobs from d on, and
@@ -61,7 +63,7 @@ func (b *dpBound) upper(d, r int) float64 {
 // g extra GPUs, g ≤ its cap) given a budget, keeping only the states bound
 // admits. It returns the live band of the final row, best[k] (−Inf outside
 // the band) and the rows for the trace-back.
-func dynamicProgram(gains [][]float64, b *dpBound, budget int) (lo, hi int, best []float64, rows []dpRow) {
+func dynamicProgram[T uint8 | int32](gains [][]float64, b *dpBound, budget int) (lo, hi int, best []float64, rows []dpRow[T]) {
 	width := 0
 	for _, g := range gains {
 		width += len(g) - 1
@@ -77,11 +79,11 @@ func dynamicProgram(gains [][]float64, b *dpBound, budget int) (lo, hi int, best
 		hi = k
 	}
 	lo = 0
-	rows = make([]dpRow, len(gains))
+	rows = make([]dpRow[T], len(gains))
 	for d, gd := range gains {
 		c := min(len(gd)-1, width)
 		top := min(hi+c, width)
-		row := make([]int32, top-lo+1)
+		row := make([]T, top-lo+1)
 		for k := lo; k <= top; k++ {
 			bv, bg := math.Inf(-1), 0
 			for g := max(0, k-hi); g <= min(c, k-lo); g++ {
@@ -89,7 +91,7 @@ func dynamicProgram(gains [][]float64, b *dpBound, budget int) (lo, hi int, best
 					bv, bg = v, g
 				}
 			}
-			cur[k], row[k-lo] = bv, int32(bg)
+			cur[k], row[k-lo] = bv, T(bg)
 		}
 		newLo, newHi := -1, -1
 		for k := lo; k <= top; k++ {
@@ -104,9 +106,9 @@ func dynamicProgram(gains [][]float64, b *dpBound, budget int) (lo, hi int, best
 		}
 		if newLo < 0 {
 			// Only rounding beyond the slack could do this: fill densely.
-			return dynamicProgram(gains, &dpBound{lower: math.Inf(-1)}, budget)
+			return dynamicProgram[T](gains, &dpBound{lower: math.Inf(-1)}, budget)
 		}
-		rows[d] = dpRow{lo: newLo, sol: row[newLo-lo : newHi-lo+1]}
+		rows[d] = dpRow[T]{lo: newLo, sol: row[newLo-lo : newHi-lo+1]}
 		lo, hi = newLo, newHi
 		prev, cur = cur, prev
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,17 +51,28 @@ func randomFfDLJobs(r *rand.Rand, n int) []Job {
 
 func TestFfDLPrunedTableMatchesDenseTable(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	type size struct{ jobs, budget int }
+	type size struct {
+		jobs, budget int
+		wide         bool // ranges over 255 GPUs: the table's rows hold int32, not bytes
+	}
 	var sizes []size
 	for range 400 {
 		n := 1 + r.IntN(120)
-		sizes = append(sizes, size{n, r.IntN(40 * n)})
+		sizes = append(sizes, size{n, r.IntN(40 * n), false})
 	}
 	// More concave steps than the budget plus the bound's farthest rank:
 	// only the best of them are merged.
-	sizes = append(sizes, size{1500, 500}, size{1500, 3000}, size{2500, 1})
+	sizes = append(sizes, size{1500, 500, false}, size{1500, 3000, false}, size{2500, 1, false})
+	for range 10 {
+		sizes = append(sizes, size{1 + r.IntN(30), 200 + r.IntN(2000), true})
+	}
 	for iter, sz := range sizes {
 		jobs := randomFfDLJobs(r, sz.jobs)
+		if sz.wide {
+			for i := range jobs {
+				jobs[i].Max = jobs[i].Min + 250 + r.IntN(100)
+			}
+		}
 		admitted := make([]int, len(jobs))
 		for i := range admitted {
 			admitted[i] = i
@@ -70,7 +82,34 @@ func TestFfDLPrunedTableMatchesDenseTable(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("iteration %d, %d jobs, budget %d (-dense,+pruned):\n%s", iter, sz.jobs, sz.budget, diff)
 		}
+		if sz.wide { // both went through the int32 rows: check the optimum independently
+			used, value := 0, 0.0
+			for i, x := range got {
+				used += x
+				value += jobs[i].S(jobs[i].Min+x) - jobs[i].S(jobs[i].Min)
+			}
+			if best := naiveBestGain(jobs, sz.budget); used > sz.budget || math.Abs(value-best) > 1e-9*max(1, best) {
+				t.Fatalf("iteration %d: %d extra GPUs of %d gain %v, the optimum is %v", iter, used, sz.budget, value, best)
+			}
+		}
 	}
+}
+
+// naiveBestGain is the best total gain over the jobs' minimums with budget
+// extra GPUs, by the plain dynamic program over every job.
+func naiveBestGain(jobs []Job, budget int) float64 {
+	best := make([]float64, budget+1)
+	for i := range jobs {
+		j := &jobs[i]
+		next := slices.Clone(best)
+		for k := range next {
+			for x := 1; x <= min(k, j.Max-j.Min); x++ {
+				next[k] = max(next[k], best[k-x]+j.S(j.Min+x)-j.S(j.Min))
+			}
+		}
+		best = next
+	}
+	return best[budget]
 }
 
 // The bound must do its work: on a large cluster most of the table is never
@@ -87,15 +126,15 @@ func TestFfDLBoundPrunesTheTable(t *testing.T) {
 	if len(p.steps) <= budget {
 		t.Fatalf("%d concave steps: the budget is not contended", len(p.steps))
 	}
-	states := func(rows []dpRow) int {
+	states := func(rows []dpRow[int32]) int {
 		n := 0
 		for _, row := range rows {
 			n += len(row.sol)
 		}
 		return n
 	}
-	_, _, _, dense := dynamicProgram(p.gains, &dpBound{lower: math.Inf(-1)}, budget)
-	_, _, _, pruned := dynamicProgram(p.gains, newDPBound(&p, budget), budget)
+	_, _, _, dense := dynamicProgram[int32](p.gains, &dpBound{lower: math.Inf(-1)}, budget)
+	_, _, _, pruned := dynamicProgram[int32](p.gains, newDPBound(&p, budget), budget)
 	if d, q := states(dense), states(pruned); q*10 > d {
 		t.Errorf("the pruned table keeps %d of %d states, want under a tenth", q, d)
 	} else {

@@ -251,8 +251,9 @@ func (t *tournament) replay(b int) {
 			}
 		}
 		// Walked for nothing: the summary has grown loose. Tightening it
-		// costs a second pass, so it waits for the fourth such walk (every
-		// walk measured 8% slower overall, never 50%).
+		// costs a second pass, so it waits for the fourth such walk; at
+		// 1 000 jobs, tightening after every one measured 8% slower
+		// overall and never tightening 50% slower.
 		if x == x0 {
 			if bl.idle++; bl.idle == tightenAfter {
 				bl.idle = 0

@@ -1,8 +1,6 @@
 package algorithm
 
-import (
-	"math"
-)
+import "math"
 
 // FfDLOptimizer maximises the cluster's total speedup Σ S_j(n_j) (Saxena et
 // al., MASCOTS'20), as the original Voda did, with these differences:
@@ -145,6 +143,9 @@ type ffdlParts struct {
 // concaveBest is the concave group's best gain from x GPUs.
 func (p *ffdlParts) concaveBest(x int) float64 { return p.prefix[min(x, len(p.steps))] }
 
+// splitCurves reads each admitted job's curve once, up to its useful cap,
+// and files the job as concave (its positive marginal gains become steps)
+// or not (its gains go to the dynamic program).
 func splitCurves(jobs []Job, admitted []int, budget int) ffdlParts {
 	var p ffdlParts
 	var runs []stepRun // concave jobs' positive marginal gains

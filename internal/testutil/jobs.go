@@ -110,3 +110,20 @@ func Snapshot(gpus int, jobs ...*JobWrapper) algorithm.Snapshot {
 	}
 	return s
 }
+
+// PerWorker sets the GPUs each worker holds.
+func (w *JobWrapper) PerWorker(k int) *JobWrapper {
+	w.GPUsPerWorker = k
+	return w
+}
+
+// NodeSnapshot builds a snapshot of nodes with the given GPUs and jobs at T0.
+func NodeSnapshot(nodeGPUs []int, jobs ...*JobWrapper) algorithm.Snapshot {
+	total := 0
+	for _, g := range nodeGPUs {
+		total += g
+	}
+	s := Snapshot(total, jobs...)
+	s.NodeGPUs = append([]int(nil), nodeGPUs...)
+	return s
+}

@@ -21,6 +21,11 @@ import "math"
 // gain of 1), so no job ends below its minimum and nothing divides by zero;
 // a job leaves the tournament at its maximum or when one more GPU would not
 // raise its throughput, so no GPU is handed out for nothing.
+//
+// Workers of several GPUs: the tournament hands out a worker at a time, and
+// a running job's relative gains are divided by its GPUs per worker, so jobs
+// of different worker sizes compete per GPU; a job whose next worker no
+// longer fits whole on a node leaves the tournament.
 type AFSL struct{}
 
 var _ Policy = AFSL{}
@@ -50,10 +55,12 @@ func (a *afsState) refresh() {
 	}
 	a.gNew, a.gCur = 0, 0
 	if next > cur {
-		a.gNew = (next - cur) / next
+		// Per GPU: a worker of k GPUs costs k grants' worth.
+		k := float64(a.job.k())
+		a.gNew = (next - cur) / next / k
 		a.gCur = math.Inf(1)
 		if cur > 0 {
-			a.gCur = (next - cur) / cur
+			a.gCur = (next - cur) / cur / k
 		}
 	}
 }
@@ -71,10 +78,11 @@ func beats(x, y *afsState) bool {
 	return bWins == yIsB
 }
 
-// grant hands the next GPU (or a waiting job's minimum) to the tournament's
-// winner, or takes the winner out of the tournament when its minimum does
-// not fit in free. It returns false when no job is left to take one.
-func (t *tournament) grant(free *int, r *Result) bool {
+// grant hands the next worker (or a waiting job's minimum) to the
+// tournament's winner, or takes the winner out of the tournament when that
+// does not fit in c; capacity only shrinks, so it never fits later. It
+// returns false when no job is left to take one.
+func (t *tournament) grant(c *capacity, r *Result) bool {
 	w := t.winner()
 	if w < 0 {
 		return false
@@ -83,15 +91,17 @@ func (t *tournament) grant(free *int, r *Result) bool {
 	j := a.job
 	wasZero := a.n == 0
 	switch {
-	case !wasZero:
+	case !wasZero && c.fits(j.k(), 1):
 		a.n++
-		*free--
-	case j.Min <= *free:
+		c.take(j.k(), 1)
+	case !wasZero:
+		a.active = false
+	case c.fits(j.k(), j.Min):
 		a.n = j.Min
-		*free -= j.Min
+		c.take(j.k(), j.Min)
 	default:
 		a.active = false
-		r.Reasons[j.ID] = Reason{Code: NoRoom, Need: j.Min, Free: *free}
+		r.Reasons[j.ID] = noRoom(j, j.Min, c)
 	}
 	if a.active && (a.n >= j.Max || !(j.S(a.n+1) > j.S(a.n))) {
 		a.active = false
@@ -108,17 +118,17 @@ func (AFSL) Allocate(s Snapshot) (Result, error) {
 	}
 	t := newTournament(&s)
 	r := newResult(len(s.Jobs))
-	free := s.GPUs
-	for free > 0 && t.grant(&free, &r) {
+	c := newCapacity(&s)
+	for c.free > 0 && t.grant(&c, &r) {
 	}
 	for p := range t.st {
 		a := &t.st[p]
 		r.Allocation[a.job.ID] = a.n
 		switch {
 		case a.n > 0:
-			r.Reasons[a.job.ID] = Reason{Code: Allocated, Workers: a.n}
+			r.Reasons[a.job.ID] = allocated(a.job, a.n)
 		case a.active:
-			r.Reasons[a.job.ID] = Reason{Code: NoRoom, Need: a.job.Min, Free: 0}
+			r.Reasons[a.job.ID] = noRoom(a.job, a.job.Min, &c)
 		}
 	}
 	return checked(&s, r)

@@ -121,8 +121,8 @@ func TestAFSLBlockSummariesCoverTheirJobs(t *testing.T) {
 		s := randomAFSLSnapshot(r, true)
 		tr := newTournament(&s)
 		res := newResult(len(s.Jobs))
-		free := s.GPUs
-		for grant := 0; free > 0 && tr.grant(&free, &res); grant++ {
+		c := newCapacity(&s)
+		for grant := 0; c.free > 0 && tr.grant(&c, &res); grant++ {
 			for b := range tr.blocks {
 				bl := &tr.blocks[b]
 				lo, hi := tr.blockStart[b], tr.blockStart[b+1]

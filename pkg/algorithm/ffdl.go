@@ -1,6 +1,10 @@
 package algorithm
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // FfDLOptimizer maximises the cluster's total speedup Σ S_j(n_j) (Saxena et
 // al., MASCOTS'20), as the original Voda did, with these differences:
@@ -12,6 +16,10 @@ import "math"
 //     speedup stay free (ties go to fewer GPUs).
 //   - The batch-size dimension of the paper is not modelled: Voda keeps each
 //     job's batch size.
+//   - A job whose workers hold k > 1 GPUs is optimised over GPUs with a step
+//     curve (x extra GPUs give ⌊x/k⌋ workers) in the dynamic program; when
+//     the nodes are known its extra workers are then trimmed to what fits
+//     whole on them (fitNodes).
 //
 // The optimum is exact. Jobs whose curve is concave on [Min, Max] are solved
 // together by merging their marginal gains (exact for concave separable
@@ -32,26 +40,49 @@ func (FfDLOptimizer) Allocate(s Snapshot) (Result, error) {
 		return Result{}, err
 	}
 	r := newResult(len(s.Jobs))
-	free := s.GPUs
+	c := newCapacity(&s)
 	var admitted []int
 	for _, i := range orderByKeys(s.Jobs, noKey) {
 		j := &s.Jobs[i]
-		if j.Min <= free {
-			free -= j.Min
+		if c.fits(j.k(), j.Min) {
+			c.take(j.k(), j.Min)
 			admitted = append(admitted, i)
 			continue
 		}
 		r.Allocation[j.ID] = 0
-		r.Reasons[j.ID] = Reason{Code: NoRoom, Need: j.Min, Free: free}
+		r.Reasons[j.ID] = noRoom(j, j.Min, &c)
 	}
-	extra := maxTotalSpeedup(s.Jobs, admitted, free, true)
+	extra := maxTotalSpeedup(s.Jobs, admitted, c.free, true)
+	if c.byFree != nil {
+		fitNodes(s.Jobs, admitted, extra, &c)
+	}
 	for k, i := range admitted {
 		j := &s.Jobs[i]
 		n := j.Min + extra[k]
 		r.Allocation[j.ID] = n
-		r.Reasons[j.ID] = Reason{Code: Allocated, Workers: n}
+		r.Reasons[j.ID] = allocated(j, n)
 	}
 	return checked(&s, r)
+}
+
+// fitNodes trims the extra workers to what the nodes hold whole: the
+// optimum is over GPUs, and a worker of k GPUs also needs k on one node.
+// Jobs with the largest workers take theirs first, since small workers fill
+// the holes large ones leave; a job whose extra workers do not all fit gets
+// as many as do, and the GPUs it cannot use stay free.
+func fitNodes(jobs []Job, admitted, extra []int, c *capacity) {
+	order := make([]int, len(admitted))
+	for p := range order {
+		order[p] = p
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(jobs[admitted[b]].k(), jobs[admitted[a]].k())
+	})
+	for _, p := range order {
+		k := jobs[admitted[p]].k()
+		extra[p] = c.most(k, extra[p])
+		c.take(k, extra[p])
+	}
 }
 
 // usefulCap is the extra GPUs, above the minimum, at which the curve vals
@@ -134,10 +165,11 @@ func bestSteps(runs []stepRun, flat []float64, n int) []gainStep {
 // jobs' steps, best first, with their prefix sums, and the other jobs'
 // positions in admitted with their gains over their minimum (g = 0..cap).
 type ffdlParts struct {
-	steps  []gainStep
-	prefix []float64
-	dp     []int
-	gains  [][]float64
+	steps     []gainStep
+	prefix    []float64
+	dp        []int
+	gains     [][]float64 // over extra GPUs
+	perWorker []int       // GPUs per worker of each dp job
 }
 
 // concaveBest is the concave group's best gain from x GPUs.
@@ -161,12 +193,22 @@ func splitCurves(jobs []Job, admitted []int, budget int) ffdlParts {
 		if len(vals) == 1 {
 			continue
 		}
+		if per := j.k(); per > 1 {
+			// The table is over GPUs: x extra GPUs give x/per workers, a
+			// step curve the dynamic program handles like any other.
+			g := make([]float64, min((len(vals)-1)*per, budget)+1)
+			for x := 1; x < len(g); x++ {
+				g[x] = vals[x/per] - vals[0]
+			}
+			p.dp, p.gains, p.perWorker = append(p.dp, k), append(p.gains, g), append(p.perWorker, per)
+			continue
+		}
 		if !concave(vals) {
 			g := make([]float64, min(len(vals), budget+1))
 			for x := 1; x < len(g); x++ {
 				g[x] = vals[x] - vals[0]
 			}
-			p.dp, p.gains = append(p.dp, k), append(p.gains, g)
+			p.dp, p.gains, p.perWorker = append(p.dp, k), append(p.gains, g), append(p.perWorker, 1)
 			continue
 		}
 		start := len(flat)
@@ -204,7 +246,7 @@ func solveNonConcave[T uint8 | int32](p *ffdlParts, bound *dpBound, budget int, 
 	k := split
 	for d := len(p.dp) - 1; d >= 0; d-- {
 		g := int(rows[d].sol[k-rows[d].lo])
-		extra[p.dp[d]] = g
+		extra[p.dp[d]] = g / p.perWorker[d]
 		k -= g
 	}
 	return split
@@ -212,7 +254,7 @@ func solveNonConcave[T uint8 | int32](p *ffdlParts, bound *dpBound, budget int, 
 
 // maxTotalSpeedup distributes budget extra GPUs over the admitted jobs, each
 // getting up to its useful cap, maximising the sum of speedups. It returns
-// the extra GPUs per admitted job. Without prune the non-concave jobs' table
+// the extra workers per admitted job (GPUs when workers hold one). Without prune the non-concave jobs' table
 // is filled densely: the reference the pruned one must agree with.
 func maxTotalSpeedup(jobs []Job, admitted []int, budget int, prune bool) []int {
 	extra := make([]int, len(admitted))

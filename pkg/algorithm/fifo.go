@@ -193,35 +193,36 @@ func byArrival(a, b *Job) int {
 // rigid gives each job, in order, its requested size if it still fits.
 func rigid(s *Snapshot, idx []int) Result {
 	r := newResult(len(s.Jobs))
-	free := s.GPUs
+	c := newCapacity(s)
 	for _, i := range idx {
 		j := &s.Jobs[i]
 		need := j.RequestedWorkers()
-		if need <= free {
-			free -= need
+		if c.fits(j.k(), need) {
+			c.take(j.k(), need)
 			r.Allocation[j.ID] = need
-			r.Reasons[j.ID] = Reason{Code: Allocated, Workers: need}
+			r.Reasons[j.ID] = allocated(j, need)
 			continue
 		}
 		r.Allocation[j.ID] = 0
-		r.Reasons[j.ID] = Reason{Code: NoRoom, Need: need, Free: free}
+		r.Reasons[j.ID] = noRoom(j, need, &c)
 	}
 	return r
 }
 
 // elastic gives each job, in order, its minimum if it fits, then hands out
-// the leftover GPUs one at a time, round-robin in the same order, to jobs
-// that already run and are below their maximum. Jobs that could not get
-// their minimum never receive single GPUs (the original did, producing
-// allocations below the minimum).
+// the leftover capacity one worker at a time, round-robin in the same
+// order, to jobs that already run, are below their maximum and whose next
+// worker still fits. Jobs that could not get their minimum never receive
+// single workers (the original did, producing allocations below the
+// minimum).
 func elastic(s *Snapshot, idx []int) Result {
 	r := newResult(len(s.Jobs))
-	free := s.GPUs
+	c := newCapacity(s)
 	grow := make([]int, 0, len(idx))
 	for _, i := range idx {
 		j := &s.Jobs[i]
-		if j.Min <= free {
-			free -= j.Min
+		if c.fits(j.k(), j.Min) {
+			c.take(j.k(), j.Min)
 			r.Allocation[j.ID] = j.Min
 			if j.Min < j.Max {
 				grow = append(grow, i)
@@ -229,19 +230,18 @@ func elastic(s *Snapshot, idx []int) Result {
 			continue
 		}
 		r.Allocation[j.ID] = 0
-		r.Reasons[j.ID] = Reason{Code: NoRoom, Need: j.Min, Free: free}
+		r.Reasons[j.ID] = noRoom(j, j.Min, &c)
 	}
-	for free > 0 && len(grow) > 0 {
+	for c.free > 0 && len(grow) > 0 {
 		next := grow[:0]
 		for _, i := range grow {
-			if free == 0 {
-				next = append(next, i)
-				continue
-			}
 			j := &s.Jobs[i]
+			if !c.fits(j.k(), 1) {
+				continue // capacity only shrinks: it never fits again
+			}
+			c.take(j.k(), 1)
 			n := r.Allocation[j.ID] + 1
 			r.Allocation[j.ID] = n
-			free--
 			if n < j.Max {
 				next = append(next, i)
 			}
@@ -251,7 +251,7 @@ func elastic(s *Snapshot, idx []int) Result {
 	for _, i := range idx {
 		j := &s.Jobs[i]
 		if n := r.Allocation[j.ID]; n > 0 {
-			r.Reasons[j.ID] = Reason{Code: Allocated, Workers: n}
+			r.Reasons[j.ID] = allocated(j, n)
 		}
 	}
 	return r

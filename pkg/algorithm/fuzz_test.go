@@ -35,6 +35,7 @@ func decodeSnapshot(data []byte) algorithm.Snapshot {
 			Attained:  float64(next()) * 500,
 			Submitted: time.Unix(int64(next()%4), 0),
 		}
+		j.GPUsPerWorker = int(next()) % 9
 		switch next() % 4 {
 		case 1:
 			j.Speedup = func(n int) float64 { return math.NaN() }
@@ -45,6 +46,12 @@ func decodeSnapshot(data []byte) algorithm.Snapshot {
 			j.Remaining = math.Inf(1)
 		}
 		s.Jobs = append(s.Jobs, j)
+	}
+	// Nodes of a decoded size, the last one smaller, when GPUs allow.
+	if size := int(uint8(next())) % 9; size > 0 && s.GPUs > 0 {
+		for g := s.GPUs; g > 0; g -= min(g, size) {
+			s.NodeGPUs = append(s.NodeGPUs, min(g, size))
+		}
 	}
 	return s
 }

@@ -6,10 +6,10 @@ import (
 	"github.com/vodascheduler/voda/pkg/api"
 )
 
-// Result is a policy's decision: GPUs per job and why.
+// Result is a policy's decision: workers per job and why.
 type Result struct {
-	// Allocation has an entry for every job of the snapshot: 0, or a count
-	// within the job's [Min, Max].
+	// Allocation has an entry for every job of the snapshot: 0, or a worker
+	// count within the job's [Min, Max].
 	Allocation api.Allocation
 	// Reasons explains each job's allocation.
 	Reasons map[api.JobID]Reason
@@ -20,21 +20,29 @@ type ReasonCode uint8
 
 // Reason codes.
 const (
-	// Allocated: the job got Workers GPUs.
+	// Allocated: the job got Workers workers.
 	Allocated ReasonCode = iota
 	// Compacted: the job was shrunk to its minimum because many jobs wait.
 	Compacted
-	// NoRoom: the job needs Need GPUs but only Free were left for it.
+	// NoRoom: the job needs Need GPUs but only Free were left for it (or
+	// they were, but not PerWorker of them on one node).
 	NoRoom
+	// NoNode: a worker of the job needs PerWorker GPUs on one node and no
+	// node has that many, even empty.
+	NoNode
 )
 
 // Reason says in a few words why a job got what it got. It is a small value
 // so policies can fill one per job cheaply; String formats it.
 type Reason struct {
-	Code    ReasonCode
+	Code ReasonCode
+	// Workers is the allocation in workers (Allocated, Compacted).
 	Workers int
-	Need    int
-	Free    int
+	// Need and Free are in GPUs (NoRoom).
+	Need int
+	Free int
+	// PerWorker is the job's GPUs per worker; 0 means 1.
+	PerWorker int
 	// Waiting is the number of jobs left waiting (Compacted only).
 	Waiting int
 }
@@ -42,13 +50,42 @@ type Reason struct {
 func (r Reason) String() string {
 	switch r.Code {
 	case Allocated:
-		return fmt.Sprintf("running: %d GPUs", r.Workers)
+		return "running: " + r.size()
 	case Compacted:
-		return fmt.Sprintf("running: %d GPUs, shrunk to its minimum because %d jobs are waiting", r.Workers, r.Waiting)
+		return fmt.Sprintf("running: %s, shrunk to its minimum because %d jobs are waiting", r.size(), r.Waiting)
 	case NoRoom:
+		if r.PerWorker > 1 && r.Need <= r.Free {
+			return fmt.Sprintf("waiting: %d GPUs needed in workers of %d on one node; %d free, but not in such blocks", r.Need, r.PerWorker, r.Free)
+		}
+		if r.PerWorker > 1 {
+			return fmt.Sprintf("waiting: %d GPUs needed (workers of %d), %d free", r.Need, r.PerWorker, r.Free)
+		}
 		return fmt.Sprintf("waiting: %d GPUs needed, %d free", r.Need, r.Free)
+	case NoNode:
+		return fmt.Sprintf("waiting: a worker needs %d GPUs on one node and no node has that many", r.PerWorker)
 	}
 	return fmt.Sprintf("unknown reason %d", r.Code)
+}
+
+// size formats an allocation: GPUs, and workers when they hold several.
+func (r Reason) size() string {
+	if r.PerWorker > 1 {
+		return fmt.Sprintf("%d GPUs (%d workers of %d)", r.Workers*r.PerWorker, r.Workers, r.PerWorker)
+	}
+	return fmt.Sprintf("%d GPUs", r.Workers)
+}
+
+// allocated is the reason of a job that got n workers.
+func allocated(j *Job, n int) Reason {
+	return Reason{Code: Allocated, Workers: n, PerWorker: j.GPUsPerWorker}
+}
+
+// noRoom is the reason of a job that needs n workers where c is left.
+func noRoom(j *Job, n int, c *capacity) Reason {
+	if c.byFree != nil && j.k() >= len(c.byFree) {
+		return Reason{Code: NoNode, PerWorker: j.GPUsPerWorker}
+	}
+	return Reason{Code: NoRoom, Need: n * j.k(), Free: c.free, PerWorker: j.GPUsPerWorker}
 }
 
 // newResult allocates a result sized for n jobs.
@@ -61,7 +98,8 @@ func newResult(n int) Result {
 
 // ValidateResult checks a result against its snapshot: every job has exactly
 // one entry, each 0 or within [Min, Max], no unknown jobs, and no more GPUs
-// than exist. It returns an error instead of panicking, so a caller can keep
+// (workers × GPUs per worker) than exist. Whether the workers fit the nodes
+// is placement's to check. It returns an error instead of panicking, so a caller can keep
 // its previous plan.
 func ValidateResult(s *Snapshot, r Result) error {
 	if len(r.Allocation) != len(s.Jobs) {
@@ -77,9 +115,9 @@ func ValidateResult(s *Snapshot, r Result) error {
 			return fmt.Errorf("job %s has no allocation", j.ID)
 		}
 		if n != 0 && (n < j.Min || n > j.Max) {
-			return fmt.Errorf("job %s got %d GPUs, outside its range [%d, %d]", j.ID, n, j.Min, j.Max)
+			return fmt.Errorf("job %s got %d workers, outside its range [%d, %d]", j.ID, n, j.Min, j.Max)
 		}
-		total += n
+		total += n * j.k()
 	}
 	if len(r.Allocation) != len(s.Jobs) {
 		return fmt.Errorf("allocation names %d jobs, snapshot has %d", len(r.Allocation), len(s.Jobs))

@@ -17,15 +17,17 @@ type Snapshot struct {
 	// GPUs is the number of schedulable GPUs of this GPU type.
 	GPUs int
 	// NodeGPUs optionally lists the GPUs of each node. When given, it must
-	// add up to GPUs. The policies here decide counts only; placement
-	// decides shapes.
+	// add up to GPUs. The policies decide worker counts only and placement
+	// decides shapes, but when some job's workers hold several GPUs the
+	// policies use it to hand out only workers that fit whole on a node.
 	NodeGPUs []int
 	// Jobs are the jobs that want GPUs (waiting or running), in any order;
 	// every policy orders them itself, deterministically.
 	Jobs []Job
 }
 
-// Speedup returns a job's throughput with n workers relative to one worker.
+// Speedup returns a job's throughput with n workers relative to one worker
+// (of the job's GPUsPerWorker GPUs).
 type Speedup func(n int) float64
 
 // Job is a policy's view of one job.
@@ -35,9 +37,12 @@ type Job struct {
 	Submitted time.Time
 	// FirstStarted is when the job first ran; zero if it never ran.
 	FirstStarted time.Time
-	// Min, Max and Requested are the worker range and the rigid size.
-	// Requested 0 means Min.
+	// Min, Max and Requested are the worker range and the rigid size, in
+	// workers. Requested 0 means Min.
 	Min, Max, Requested int
+	// GPUsPerWorker is the GPUs each worker holds on one node; 0 means 1.
+	// A job with n workers holds n × GPUsPerWorker GPUs.
+	GPUsPerWorker int
 	// Queue is the job's Tiresias queue as the engine keeps it (0 is the
 	// highest), including promotions; the Tiresias policies demote further
 	// by attained service.
@@ -49,11 +54,11 @@ type Job struct {
 	AttainedSinceStart float64
 	// Executed is the wall-clock seconds the job has run in total.
 	Executed float64
-	// Workers is the job's current allocation.
+	// Workers is the job's current allocation, in workers.
 	Workers int
 	// Remaining is the estimated remaining time in seconds when running on
-	// one GPU. A negative, NaN or infinite value means unknown; unknown
-	// jobs count as the longest.
+	// one worker (one GPU when GPUsPerWorker is 1). A negative, NaN or
+	// infinite value means unknown; unknown jobs count as the longest.
 	Remaining float64
 	// Speedup is the job's speedup curve. Nil means linear, S(n) = n.
 	Speedup Speedup
@@ -166,6 +171,9 @@ func (j *Job) validate() error {
 	}
 	if j.Queue < 0 {
 		errs = append(errs, fmt.Errorf("queue %d is negative", j.Queue))
+	}
+	if j.GPUsPerWorker < 0 || j.GPUsPerWorker > api.MaxGPUsPerWorker {
+		errs = append(errs, fmt.Errorf("GPUs per worker %d is outside [1, %d]", j.GPUsPerWorker, api.MaxGPUsPerWorker))
 	}
 	return errors.Join(errs...)
 }

@@ -103,7 +103,7 @@ func (c TiresiasConfig) AttainedService(j *Job) float64 {
 	case ServiceTotal:
 		return j.Attained
 	case ServiceExecutedTimesRequested:
-		return j.Executed * float64(j.RequestedWorkers())
+		return j.Executed * float64(j.RequestedWorkers()*j.k())
 	}
 	return j.AttainedSinceStart
 }
@@ -145,9 +145,11 @@ type Tiresias struct {
 // ElasticTiresias is Elastic-Tiresias (Wu et al., IEEE TPDS 2021, as used by
 // the original Voda): Tiresias's order and base allocation; when more than
 // CompactionThreshold jobs still wait, jobs in queues ≥ 1 shrink to their
-// minimum; then free GPUs go one at a time to the job with the largest
-// marginal speedup (a waiting job receives its minimum as a block, valued at
-// its average per-GPU speedup), until the gain is not positive.
+// minimum; then free GPUs go one worker at a time to the job with the
+// largest marginal speedup per GPU (a waiting job receives its minimum as a
+// block, valued at its average per-GPU speedup), until the gain is not
+// positive. A worker of k GPUs counts its gain over its k GPUs, so jobs of
+// different worker sizes compete per GPU.
 type ElasticTiresias struct {
 	Config TiresiasConfig
 }
@@ -205,14 +207,15 @@ func (t ElasticTiresias) Allocate(s Snapshot) (Result, error) {
 	idx, queues := tiresiasOrder(&s, t.Config)
 	r := newResult(len(s.Jobs))
 	alloc := make([]int, len(s.Jobs))
-	free := s.GPUs
+	c := newCapacity(&s)
 
 	// Base allocation: requested size in Tiresias order.
 	waiting := 0
 	for _, i := range idx {
-		if need := s.Jobs[i].RequestedWorkers(); need <= free {
+		j := &s.Jobs[i]
+		if need := j.RequestedWorkers(); c.fits(j.k(), need) {
 			alloc[i] = need
-			free -= need
+			c.take(j.k(), need)
 		} else {
 			waiting++
 		}
@@ -224,14 +227,13 @@ func (t ElasticTiresias) Allocate(s Snapshot) (Result, error) {
 		for _, i := range idx {
 			j := &s.Jobs[i]
 			if queues[i] >= 1 && alloc[i] > j.Min {
-				free += alloc[i] - j.Min
-				alloc[i] = j.Min
 				compacted[i] = true
 			}
 		}
+		c = t.compact(&s, idx, alloc, compacted)
 	}
 
-	// Greedy expansion by marginal speedup.
+	// Greedy expansion by marginal speedup per GPU.
 	h := &gainHeap{queues: queues, rank: make([]int, len(s.Jobs))}
 	for rank, i := range idx {
 		h.rank[i] = rank
@@ -240,24 +242,23 @@ func (t ElasticTiresias) Allocate(s Snapshot) (Result, error) {
 		}
 	}
 	heap.Init(h)
-	for free > 0 && h.Len() > 0 {
+	for c.free > 0 && h.Len() > 0 {
 		top := h.items[0]
 		if !(top.gain > 0) {
 			break
 		}
 		i := top.job
 		j := &s.Jobs[i]
+		grant := 1
 		if alloc[i] == 0 {
-			if j.Min > free {
-				heap.Pop(h) // cannot start with what is left
-				continue
-			}
-			alloc[i] = j.Min
-			free -= j.Min
-		} else {
-			alloc[i]++
-			free--
+			grant = j.Min
 		}
+		if !c.fits(j.k(), grant) {
+			heap.Pop(h) // cannot start or grow with what is left
+			continue
+		}
+		alloc[i] += grant
+		c.take(j.k(), grant)
 		if alloc[i] >= j.Max {
 			heap.Pop(h)
 			continue
@@ -277,23 +278,45 @@ func (t ElasticTiresias) Allocate(s Snapshot) (Result, error) {
 		r.Allocation[j.ID] = alloc[i]
 		switch {
 		case alloc[i] == 0:
-			r.Reasons[j.ID] = Reason{Code: NoRoom, Need: j.Min, Free: free}
+			r.Reasons[j.ID] = noRoom(j, j.Min, &c)
 		case compacted[i] && alloc[i] == j.Min:
-			r.Reasons[j.ID] = Reason{Code: Compacted, Workers: alloc[i], Waiting: waitingAfter}
+			r.Reasons[j.ID] = Reason{Code: Compacted, Workers: alloc[i], PerWorker: j.GPUsPerWorker, Waiting: waitingAfter}
 		default:
-			r.Reasons[j.ID] = Reason{Code: Allocated, Workers: alloc[i]}
+			r.Reasons[j.ID] = allocated(j, alloc[i])
 		}
 	}
 	return checked(&s, r)
 }
 
-// marginalGain is the speedup gained by the next grant: a waiting job's
-// average per-GPU speedup at its minimum, or a running job's S(n+1) − S(n).
+// compact shrinks the marked jobs to their minimum and returns the capacity
+// left after every job's allocation. With one GPU per worker that is the
+// running total; otherwise the allocations are laid out again, in Tiresias
+// order, since freed workers leave holes the capacity cannot name.
+func (ElasticTiresias) compact(s *Snapshot, idx, alloc []int, marked []bool) capacity {
+	c := newCapacity(s)
+	for _, i := range idx {
+		j := &s.Jobs[i]
+		if marked[i] {
+			alloc[i] = j.Min
+		}
+		if !c.fits(j.k(), alloc[i]) {
+			// Best fit is not monotone: smaller workers earlier can, rarely,
+			// strand a later job's. It waits rather than overfill a node.
+			alloc[i], marked[i] = 0, false
+		}
+		c.take(j.k(), alloc[i])
+	}
+	return c
+}
+
+// marginalGain is the speedup gained by the next grant, per GPU it costs: a
+// waiting job's average speedup per GPU at its minimum, or a running job's
+// (S(n+1) − S(n)) / GPUs per worker.
 func marginalGain(j *Job, n int) float64 {
 	if n == 0 {
-		return j.S(j.Min) / float64(j.Min)
+		return j.S(j.Min) / float64(j.Min*j.k())
 	}
-	return j.S(n+1) - j.S(n)
+	return (j.S(n+1) - j.S(n)) / float64(j.k())
 }
 
 type gainItem struct {

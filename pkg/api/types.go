@@ -37,7 +37,12 @@ func (p Phase) Final() bool {
 	return p == PhaseCompleted || p == PhaseFailed || p == PhaseCanceled
 }
 
-// JobSpec is what a user asks for. One worker is one GPU.
+// MaxGPUsPerWorker bounds GPUsPerWorker: no node holds more GPUs, and the
+// bound keeps workers × GPUs per worker far from overflowing an int.
+const MaxGPUsPerWorker = 1024
+
+// JobSpec is what a user asks for. Worker counts are in workers; a worker
+// holds GPUsPerWorker GPUs, all on one node.
 type JobSpec struct {
 	// GPUType selects the engine that schedules the job.
 	GPUType GPUType `json:"gpuType"`
@@ -55,6 +60,18 @@ type JobSpec struct {
 	Epochs int `json:"epochs,omitempty"`
 	// Category groups similar jobs so they can share runtime history.
 	Category string `json:"category,omitempty"`
+	// GPUsPerWorker is the number of GPUs each worker holds, all on one
+	// node (torchrun's --nproc-per-node, MPI's slots per worker). Zero
+	// means 1.
+	GPUsPerWorker int `json:"gpusPerWorker,omitempty"`
+}
+
+// K returns GPUsPerWorker, defaulting to 1 when unset.
+func (s JobSpec) K() int {
+	if s.GPUsPerWorker <= 0 {
+		return 1
+	}
+	return s.GPUsPerWorker
 }
 
 // Requested returns RequestedWorkers, defaulting to MinWorkers when unset.
@@ -84,6 +101,9 @@ func (s JobSpec) Validate() error {
 	if s.Epochs < 0 {
 		errs = append(errs, fmt.Errorf("epochs is %d, must not be negative", s.Epochs))
 	}
+	if k := s.GPUsPerWorker; k < 0 || k > MaxGPUsPerWorker {
+		errs = append(errs, fmt.Errorf("gpusPerWorker is %d, must be between 1 and %d (0 means 1)", k, MaxGPUsPerWorker))
+	}
 	return errors.Join(errs...)
 }
 
@@ -93,11 +113,12 @@ type Node struct {
 	GPUs int      `json:"gpus"`
 }
 
-// Allocation maps jobs to their number of workers (GPUs). A job that is
-// absent holds zero.
+// Allocation maps jobs to their number of workers. A job that is absent
+// holds zero. A worker holds its job's GPUsPerWorker GPUs.
 type Allocation map[JobID]int
 
-// Total is the number of GPUs the allocation hands out.
+// Total is the number of workers the allocation hands out: its GPUs when
+// every worker holds one.
 func (a Allocation) Total() int {
 	n := 0
 	for _, w := range a {

@@ -12,7 +12,9 @@
 //
 // # Algorithm
 //
-// One worker is one GPU, and worker indices matter: when a job shrinks from
+// A worker holds its job's GPUsPerWorker GPUs (k, default 1), always all on
+// one node; capacities and loads below are in GPUs, counts in workers.
+// Worker indices matter: when a job shrinks from
 // n to m workers the training operator deletes indices m..n-1, and when it
 // grows, indices n..m-1 are new pods. So the workers that can stay are the
 // "survivors", indices below min(n, m) on nodes that still exist.
@@ -21,9 +23,10 @@
 //     exactly where it is and its GPUs are taken off the free capacity.
 //  2. Pack. The other jobs (resized, new, or hit by a lost node) are packed
 //     best-fit-decreasing onto virtual copies of the nodes that hold only
-//     the capacity left free: largest job first (ties by ID); a job goes
-//     whole onto the node with the fewest free GPUs that holds it; if no
-//     node can, it fills the node with the most free GPUs and carries on.
+//     the capacity left free: largest workers first, then largest job
+//     (ties by ID); a job goes whole onto the node with the fewest free GPUs
+//     that holds it; if no node can, it fills the node with the most free
+//     GPUs with as many whole workers as it holds and carries on.
 //     Two deviations keep survivors in place: a "home" node, one that holds
 //     the whole job and already runs some of its survivors, beats best fit,
 //     and jobs that have a home are packed in a first pass before the others
@@ -51,11 +54,18 @@
 // # Trade-offs
 //
 // Unchanged jobs never move, even when moving them would let a resized or
-// new job sit on fewer nodes. There is no fallback to a full repack: with
-// one GPU per worker, the other jobs always fit in the free GPUs whenever
-// the allocation fits the cluster, so fragmentation only ever costs spread,
-// never feasibility, and a silent global reshuffle of running jobs is the
-// costlier mistake. The one exception is a current placement that no longer
+// new job sit on fewer nodes. With one GPU per worker, the other jobs always
+// fit in the free GPUs whenever the allocation fits the cluster, so
+// fragmentation only ever costs spread, never feasibility, and a silent
+// global reshuffle of running jobs is the costlier mistake. Workers of
+// several GPUs are different: the free GPUs may all exist but not k on one
+// node. Then, and only then, every job is repacked in one pass, largest
+// workers first, still preferring the nodes its survivors run on, and
+// unchanged jobs may migrate. When worker sizes divide each other and the
+// node sizes (1, 2, 4, 8 GPUs on 8-GPU nodes) that repack always succeeds
+// if the GPUs add up: every hole left is a multiple of the next worker's
+// size. Otherwise it can fail, and Place returns a NoFitError naming the
+// job, which the engine shrinks or holds back before placing again. The one exception is a current placement that no longer
 // fits (a node shrank under its workers): unchanged jobs then claim their
 // nodes largest first and the ones that no longer fit are packed anew.
 //

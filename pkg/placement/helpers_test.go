@@ -29,6 +29,20 @@ func (w *inputWrapper) alloc(job string, workers int) *inputWrapper {
 	return w
 }
 
+// perWorker sets the GPUs each of the job's workers holds.
+func (w *inputWrapper) perWorker(job string, k int) *inputWrapper {
+	if w.in.GPUsPerWorker == nil {
+		w.in.GPUsPerWorker = map[api.JobID]int{}
+	}
+	w.in.GPUsPerWorker[api.JobID(job)] = k
+	return w
+}
+
+// gpusPerWorker is the job's worker size in, at least 1.
+func gpusPerWorker(in placement.Input, id api.JobID) int {
+	return max(in.GPUsPerWorker[id], 1)
+}
+
 // at sets where the job's workers run now, by worker index.
 func (w *inputWrapper) at(job string, nodes ...string) *inputWrapper {
 	w.in.Current[api.JobID(job)] = names(nodes...)
@@ -61,12 +75,12 @@ func checkInvariants(in placement.Input, out placement.Output) error {
 			if _, ok := capacity[n]; !ok {
 				errs = append(errs, fmt.Errorf("job %s uses unknown node %q", id, n))
 			}
-			used[n]++
+			used[n] += gpusPerWorker(in, id)
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(used)) {
 		if used[n] > capacity[n] {
-			errs = append(errs, fmt.Errorf("node %s holds %d workers, has %d GPUs", n, used[n], capacity[n]))
+			errs = append(errs, fmt.Errorf("node %s holds workers of %d GPUs, has %d GPUs", n, used[n], capacity[n]))
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(in.Allocation)) {
@@ -75,7 +89,9 @@ func checkInvariants(in placement.Input, out placement.Output) error {
 		}
 	}
 	errs = append(errs, checkMoves(in, out, capacity)...)
-	if consistent(in, capacity) {
+	// With workers of several GPUs, unchanged jobs may have to move to
+	// make room in whole blocks (multigpu_test.go covers when).
+	if consistent(in, capacity) && !multiGPU(in) {
 		for _, id := range unchangedJobs(in, capacity) {
 			if !slices.Equal(in.Current[id], out.Placement[id]) {
 				errs = append(errs, fmt.Errorf("unchanged job %s moved: %v → %v", id, in.Current[id], out.Placement[id]))
@@ -135,6 +151,15 @@ func checkMoves(in placement.Input, out placement.Output, capacity map[api.NodeN
 	return errs
 }
 
+func multiGPU(in placement.Input) bool {
+	for _, k := range in.GPUsPerWorker {
+		if k > 1 {
+			return true
+		}
+	}
+	return false
+}
+
 // unchangedJobs lists the jobs Place must not move: same size, every node
 // still there.
 func unchangedJobs(in placement.Input, capacity map[api.NodeName]int) []api.JobID {
@@ -162,7 +187,7 @@ func consistent(in placement.Input, capacity map[api.NodeName]int) bool {
 	used := map[api.NodeName]int{}
 	for _, id := range unchangedJobs(in, capacity) {
 		for _, n := range in.Current[id] {
-			used[n]++
+			used[n] += gpusPerWorker(in, id)
 			if used[n] > capacity[n] {
 				return false
 			}

@@ -23,9 +23,13 @@ type jobCount struct{ job, n int }
 // first pass only places the jobs that fit whole on a node where some of
 // their surviving workers run (see homeNode), so that a larger job arriving
 // elsewhere cannot take the room a resized job needs to stay. The second
-// pass places the rest (see pick). It returns the virtual nodes that
-// received workers, in node order.
-func (s *state) pack() ([]vnode, error) {
+// pass places the rest (see pick). With strict, there is one pass in
+// size order: jobs of small workers placed first on their home nodes could
+// break the holes a later job of large workers needs, and in strict order
+// (when worker sizes divide each other and the nodes) every worker fits
+// wherever GPUs are free. It returns the virtual nodes that received
+// workers, in node order.
+func (s *state) pack(strict bool) ([]vnode, error) {
 	var order []int
 	for i, j := range s.jobs {
 		if !j.kept {
@@ -36,9 +40,13 @@ func (s *state) pack() ([]vnode, error) {
 	p := packer{free: slices.Clone(s.free), content: make([][]jobCount, len(s.free))}
 	p.b = newBuckets(p.free)
 	rest := order[:0:0]
+	if strict {
+		rest = order
+		order = nil
+	}
 	for _, ji := range order {
 		if node, ok := homeNode(s.jobs[ji], s.jobs[ji].want, p.free); ok {
-			p.put(ji, node, s.jobs[ji].want)
+			p.put(ji, node, s.jobs[ji].want, s.jobs[ji].k)
 		} else {
 			rest = append(rest, ji)
 		}
@@ -47,12 +55,13 @@ func (s *state) pack() ([]vnode, error) {
 		j := s.jobs[ji]
 		for w := j.want; w > 0; {
 			node, ok := pick(j, w, p.free, p.b)
-			if !ok {
-				// Place validated that the allocation fits the capacity.
-				return nil, fmt.Errorf("job %s: no free GPU left for %d workers", j.id, w)
+			if !ok || p.free[node] < j.k {
+				// Place validated that the allocation fits the capacity
+				// in GPUs; only workers of several GPUs can get here.
+				return nil, &NoFitError{Job: j.id, PerWorker: j.k, Left: w}
 			}
-			n := min(w, p.free[node])
-			p.put(ji, node, n)
+			n := min(w, p.free[node]/j.k)
+			p.put(ji, node, n, j.k)
 			w -= n
 		}
 	}
@@ -72,9 +81,11 @@ type packer struct {
 	content [][]jobCount // per node
 }
 
-func (p *packer) put(job, node, n int) {
-	p.b.take(node, p.free[node], n)
-	p.free[node] -= n
+// put lays n workers of the job (by index into state.jobs) on node, which
+// must hold them.
+func (p *packer) put(job, node, n int, k int) {
+	p.b.take(node, p.free[node], n*k)
+	p.free[node] -= n * k
 	p.content[node] = append(p.content[node], jobCount{job: job, n: n})
 }
 
@@ -85,7 +96,7 @@ func homeNode(j *job, w int, free []int) (int, bool) {
 	best, bestKeep := -1, 0
 	for _, sv := range j.survivors {
 		f, keep := free[sv.node], min(w, sv.n)
-		if f < w {
+		if f < w*j.k {
 			continue
 		}
 		if best < 0 || keep > bestKeep || keep == bestKeep && f < free[best] {
@@ -106,18 +117,20 @@ func pick(j *job, w int, free []int, b *buckets) (int, bool) {
 	if node, ok := homeNode(j, w, free); ok {
 		return node, true
 	}
-	if node, _, ok := b.bestFit(w); ok {
+	if node, _, ok := b.bestFit(w * j.k); ok {
 		return node, true
 	}
 	node, _, ok := b.mostFree()
 	if !ok {
 		return 0, false
 	}
-	fewest := b.nodesNeeded(w, -1)
+	// With workers of k GPUs the node counts below assume the free GPUs
+	// come in whole workers: an estimate that only ranks the choices.
+	fewest := b.nodesNeeded(w*j.k, -1)
 	best, bestKeep := -1, 0
 	for _, sv := range j.survivors {
-		f := free[sv.node]
-		if keep := min(f, sv.n); keep > bestKeep && 1+b.nodesNeeded(w-f, sv.node) <= fewest {
+		f := free[sv.node] / j.k
+		if keep := min(f, sv.n); keep > bestKeep && 1+b.nodesNeeded((w-f)*j.k, sv.node) <= fewest {
 			best, bestKeep = sv.node, keep
 		}
 	}

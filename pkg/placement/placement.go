@@ -15,9 +15,12 @@ import (
 type Input struct {
 	// Nodes are the nodes that exist now, in any order, with unique names.
 	Nodes []api.Node
-	// Allocation is the number of workers (one GPU each) every job gets.
-	// Jobs with 0 or absent are not placed.
+	// Allocation is the number of workers every job gets. Jobs with 0 or
+	// absent are not placed.
 	Allocation api.Allocation
+	// GPUsPerWorker is the GPUs each worker of a job holds, all on one
+	// node. Jobs absent, or with 0, hold one.
+	GPUsPerWorker map[api.JobID]int
 	// Current is where each worker of each job runs now, by worker index. It
 	// may name nodes that are gone (node loss) and jobs that no longer have
 	// an allocation.
@@ -51,7 +54,22 @@ var (
 	ErrOverCapacity = errors.New("allocation exceeds capacity")
 )
 
-// MaxWorkers bounds the total allocation Place accepts. The output holds one
+// NoFitError says that a job's workers of several GPUs do not all fit whole
+// on the nodes, even after repacking every job: the GPUs exist, but not in
+// blocks of the job's worker size. The caller should shrink or drop the job
+// (see scheduler's trimming) and place again.
+type NoFitError struct {
+	Job       api.JobID
+	PerWorker int
+	// Left is the number of the job's workers that found no node.
+	Left int
+}
+
+func (e *NoFitError) Error() string {
+	return fmt.Sprintf("job %s: %d workers of %d GPUs fit on no node", e.Job, e.Left, e.PerWorker)
+}
+
+// MaxWorkers bounds the total allocation Place accepts, in GPUs. The output holds one
 // node name per worker, so an absurd allocation would exhaust memory rather
 // than fail; no GPU cluster comes near this many GPUs.
 const MaxWorkers = 1 << 24
@@ -69,7 +87,14 @@ func Place(in Input) (Output, error) {
 		return Output{}, fmt.Errorf("place: %w", err)
 	}
 	s.keepUnchanged()
-	rows, err := s.pack()
+	rows, err := s.pack(false)
+	if _, ok := errors.AsType[*NoFitError](err); ok {
+		// Workers of several GPUs can find the free GPUs scattered by the
+		// jobs that stay; repack every job in size order, still preferring
+		// its nodes.
+		s.unkeep()
+		rows, err = s.pack(true)
+	}
 	if err != nil {
 		return Output{}, fmt.Errorf("place: %w", err)
 	}
@@ -93,6 +118,7 @@ type state struct {
 type job struct {
 	id   api.JobID
 	want int
+	k    int // GPUs per worker
 	// old is Current[id] as given; at is the node index of each old worker,
 	// or -1 when its node is gone.
 	old []api.NodeName
@@ -142,14 +168,20 @@ func newState(in Input) (*state, error) {
 		if w == 0 {
 			continue
 		}
-		if w > MaxWorkers-total {
-			return nil, fmt.Errorf("%w: more than %d workers in all", ErrOverCapacity, MaxWorkers)
+		k := max(in.GPUsPerWorker[id], 1)
+		if k > api.MaxGPUsPerWorker {
+			return nil, fmt.Errorf("%w: job %s has %d GPUs per worker, more than %d", ErrInvalidInput, id, k, api.MaxGPUsPerWorker)
 		}
-		total += w
-		s.jobs = append(s.jobs, newJob(id, w, in.Current[id], index))
+		if w > (MaxWorkers-total)/k {
+			return nil, fmt.Errorf("%w: more than %d GPUs in all", ErrOverCapacity, MaxWorkers)
+		}
+		total += w * k
+		j := newJob(id, w, in.Current[id], index)
+		j.k = k
+		s.jobs = append(s.jobs, j)
 	}
 	if total > capacity {
-		return nil, fmt.Errorf("%w: %d workers for %d GPUs", ErrOverCapacity, total, capacity)
+		return nil, fmt.Errorf("%w: workers of %d GPUs for %d GPUs", ErrOverCapacity, total, capacity)
 	}
 	return s, nil
 }
@@ -185,9 +217,14 @@ func countNodes(nodes []int) []nodeCount {
 	return out
 }
 
-// bySizeDesc orders jobs largest first, then by ID: the order of
-// best-fit-decreasing, and the order in which unchanged jobs claim nodes.
+// bySizeDesc orders jobs by worker size, largest first, then by number of
+// workers, then by ID: the order of best-fit-decreasing (large workers
+// first leave the small ones to fill the holes), and the order in which
+// unchanged jobs claim nodes.
 func bySizeDesc(a, b *job) int {
+	if c := cmp.Compare(b.k, a.k); c != 0 {
+		return c
+	}
 	if c := cmp.Compare(b.want, a.want); c != 0 {
 		return c
 	}
@@ -207,16 +244,24 @@ func (s *state) keepUnchanged() {
 		}
 		fits := true
 		for _, c := range j.survivors {
-			fits = fits && c.n <= s.free[c.node]
+			fits = fits && c.n*j.k <= s.free[c.node]
 		}
 		if !fits {
 			continue
 		}
 		for _, c := range j.survivors {
-			s.free[c.node] -= c.n
+			s.free[c.node] -= c.n * j.k
 		}
 		j.kept = true
 		j.final = j.survivors
+	}
+}
+
+// unkeep undoes keepUnchanged, so the next pack places every job.
+func (s *state) unkeep() {
+	copy(s.free, s.caps)
+	for _, j := range s.jobs {
+		j.kept, j.final = false, nil
 	}
 }
 

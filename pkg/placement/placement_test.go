@@ -247,17 +247,17 @@ func TestPlaceErrors(t *testing.T) {
 		"more workers than GPUs": {
 			in:      makeInput().node("a", 4).node("b", 2).alloc("j", 4).alloc("k", 3).obj(),
 			is:      placement.ErrOverCapacity,
-			message: "7 workers for 6 GPUs",
+			message: "workers of 7 GPUs for 6 GPUs",
 		},
 		"workers but no nodes": {
 			in:      makeInput().alloc("j", 1).obj(),
 			is:      placement.ErrOverCapacity,
-			message: "1 workers for 0 GPUs",
+			message: "workers of 1 GPUs for 0 GPUs",
 		},
 		"an allocation beyond any cluster": {
 			in:      makeInput().node("a", placement.MaxWorkers).node("b", 8).alloc("j", placement.MaxWorkers+1).obj(),
 			is:      placement.ErrOverCapacity,
-			message: "more than 16777216 workers",
+			message: "more than 16777216 GPUs",
 		},
 		"a node listed twice": {
 			in:      makeInput().node("a", 4).node("b", 4).node("a", 2).obj(),

@@ -204,7 +204,7 @@ func TestWorkersOfSeveralGPUs(t *testing.T) {
 			snap: Snapshot(8, MakeJob("a").Workers(1, 1).PerWorker(8), MakeJob("b").Workers(1, 1).SubmittedAt(time.Minute)),
 			want: api.Allocation{"a": 1, "b": 0},
 			wantReason: map[api.JobID]string{
-				"a": "running: 8 GPUs (1 workers of 8)",
+				"a": "running: 8 GPUs (1 worker of 8)",
 				"b": "waiting: 1 GPUs needed, 0 free",
 			},
 		},

@@ -70,7 +70,11 @@ func (r Reason) String() string {
 // size formats an allocation: GPUs, and workers when they hold several.
 func (r Reason) size() string {
 	if r.PerWorker > 1 {
-		return fmt.Sprintf("%d GPUs (%d workers of %d)", r.Workers*r.PerWorker, r.Workers, r.PerWorker)
+		workers := "workers"
+		if r.Workers == 1 {
+			workers = "worker"
+		}
+		return fmt.Sprintf("%d GPUs (%d %s of %d)", r.Workers*r.PerWorker, r.Workers, workers, r.PerWorker)
 	}
 	return fmt.Sprintf("%d GPUs", r.Workers)
 }

@@ -14,8 +14,8 @@ type Job struct {
 	ID    api.JobID
 	Spec  api.JobSpec
 	Phase api.Phase
-	// Workers is the current allocation and Nodes the node of each worker,
-	// by worker index.
+	// Workers is the current allocation, in workers of Spec.K() GPUs, and
+	// Nodes the node of each worker, by worker index.
 	Workers int
 	Nodes   []api.NodeName
 	// Queue is the Tiresias queue (0 is the highest).
@@ -41,9 +41,9 @@ type Job struct {
 	// Preemptions counts halts.
 	Rescales, Restarts, Preemptions int
 
-	// Remaining is the estimated remaining time at one GPU, in seconds;
-	// negative means unknown. Speedup is the estimated speedup curve; nil
-	// means linear.
+	// Remaining is the estimated remaining time at one worker, in seconds;
+	// negative means unknown. Speedup is the estimated speedup curve over
+	// workers; nil means linear.
 	Remaining float64
 	Speedup   algorithm.Speedup
 
@@ -76,6 +76,7 @@ func (j *Job) view() algorithm.Job {
 		Min:                j.Spec.MinWorkers,
 		Max:                j.Spec.MaxWorkers,
 		Requested:          j.Spec.RequestedWorkers,
+		GPUsPerWorker:      j.Spec.GPUsPerWorker,
 		Queue:              j.Queue,
 		Attained:           j.GPUSeconds,
 		AttainedSinceStart: j.SinceStartGPUSeconds,
@@ -91,7 +92,7 @@ func (j *Job) advance(dt float64) {
 	switch j.Phase {
 	case api.PhaseRunning:
 		j.RunningSeconds += dt
-		gpu := dt * float64(j.Workers)
+		gpu := dt * float64(j.Workers*j.Spec.K())
 		j.GPUSeconds += gpu
 		j.SinceStartGPUSeconds += gpu
 	case api.PhaseWaiting:

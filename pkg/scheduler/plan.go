@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -14,8 +15,16 @@ import (
 func (e *Engine) plan() (api.Plan, error) {
 	// In submission order, from a buffer the policy does not keep.
 	snap := algorithm.Snapshot{Now: e.now, GPUs: e.GPUs(), Jobs: e.snap[:0]}
+	multiGPU := false
 	for _, j := range e.arrival {
 		snap.Jobs = append(snap.Jobs, j.view())
+		multiGPU = multiGPU || j.Spec.K() > 1
+	}
+	if multiGPU {
+		// Policies then hand out only workers that fit whole on a node.
+		for _, n := range e.nodeList() {
+			snap.NodeGPUs = append(snap.NodeGPUs, n.GPUs)
+		}
 	}
 	e.snap = snap.Jobs
 	defer clear(e.snap) // drop the references to speedup curves until the next round
@@ -48,14 +57,67 @@ func (e *Engine) plan() (api.Plan, error) {
 		if j.Workers > 0 {
 			in.Current[j.ID] = j.Nodes
 		}
+		if k := j.Spec.K(); k > 1 && res.Allocation[j.ID] > 0 {
+			if in.GPUsPerWorker == nil {
+				in.GPUsPerWorker = map[api.JobID]int{}
+			}
+			in.GPUsPerWorker[j.ID] = k
+		}
 	}
 	start = e.stopwatch()
-	out, err := placement.Place(in)
+	out, err := e.place(in, res)
 	e.lastRound.Placement = e.stopwatch().Sub(start)
 	if err != nil {
 		return api.Plan{}, fmt.Errorf("placement: %w", err)
 	}
 	return api.Plan{Allocation: in.Allocation, Placement: out.Placement, Actions: e.diff(res, out)}, nil
+}
+
+// place runs the placement. The policies hand out only workers that fit
+// whole on a node, by their own best-fit packing in their own order, but
+// placement packs in another order (largest workers first, running jobs
+// where they are) and can, rarely, find no room where the policy did. The
+// job submitted last among those with workers of several GPUs then gives up
+// one worker (or, at its minimum, all of them, and waits) and placement runs
+// again, until everything fits: the earliest jobs keep what the policy gave
+// them. Each retry frees at least one worker, so this ends. res is trimmed
+// to match, with the trimmed job's reason saying why.
+func (e *Engine) place(in placement.Input, res algorithm.Result) (placement.Output, error) {
+	for {
+		out, err := placement.Place(in)
+		if _, ok := errors.AsType[*placement.NoFitError](err); !ok {
+			return out, err
+		}
+		var victim *Job
+		for id, k := range in.GPUsPerWorker {
+			j := e.jobs[id]
+			if k > 1 && in.Allocation[id] > 0 && j != nil && (victim == nil || byArrival(j, victim) > 0) {
+				victim = j
+			}
+		}
+		if victim == nil {
+			return out, err
+		}
+		id, k := victim.ID, victim.Spec.K()
+		n := in.Allocation[id] - 1
+		if n < victim.Spec.MinWorkers {
+			n = 0
+			delete(in.Allocation, id)
+		} else {
+			in.Allocation[id] = n
+		}
+		res.Allocation[id] = n
+		free := e.GPUs()
+		for id, w := range in.Allocation {
+			free -= w * max(in.GPUsPerWorker[id], 1)
+		}
+		r := algorithm.Reason{Code: algorithm.NoRoom, Need: victim.Spec.MinWorkers * k, PerWorker: k, Free: free}
+		if n > 0 {
+			r = algorithm.Reason{Code: algorithm.Allocated, Workers: n, PerWorker: k}
+		}
+		res.Reasons[id] = r
+		victim.setReason(r)
+	}
 }
 
 func (e *Engine) currentPlacement() api.Placement {

@@ -42,7 +42,8 @@ func randomRun(t *testing.T, seed uint64) string {
 		case k < 5:
 			lo := 1 + r.IntN(4)
 			ev = scheduler.JobSubmitted{ID: api.JobID(fmt.Sprintf("j%03d", nextJob)),
-				Spec:      api.JobSpec{MinWorkers: lo, MaxWorkers: lo + r.IntN(8), Priority: r.IntN(3)},
+				Spec: api.JobSpec{MinWorkers: lo, MaxWorkers: lo + r.IntN(8), Priority: r.IntN(3),
+					GPUsPerWorker: []int{0, 1, 1, 2, 3, 4}[r.IntN(6)]},
 				Remaining: float64(r.IntN(20000))}
 			nextJob++
 		case k < 7:

@@ -47,9 +47,9 @@ func (e *Engine) nextQueueChange() (time.Time, bool) {
 	for _, j := range e.active {
 		switch {
 		case j.Phase == api.PhaseRunning && j.Queue < len(cfg.Thresholds):
-			service, rate := e.service(j), float64(j.Workers)
+			service, rate := e.service(j), float64(j.Workers*j.Spec.K())
 			if cfg.Service == algorithm.ServiceExecutedTimesRequested {
-				rate = float64(j.Spec.Requested())
+				rate = float64(j.Spec.Requested() * j.Spec.K())
 			}
 			if rate > 0 {
 				best = min(best, (cfg.Thresholds[j.Queue]-service)/rate)

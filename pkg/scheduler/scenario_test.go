@@ -266,7 +266,7 @@ func (s *scenario) submit(words []string) (string, error) {
 		key string
 		dst *int
 		def int
-	}{{"min", &spec.MinWorkers, 1}, {"max", &spec.MaxWorkers, 1}, {"req", &spec.RequestedWorkers, 0}, {"prio", &spec.Priority, 0}} {
+	}{{"min", &spec.MinWorkers, 1}, {"max", &spec.MaxWorkers, 1}, {"req", &spec.RequestedWorkers, 0}, {"prio", &spec.Priority, 0}, {"k", &spec.GPUsPerWorker, 0}} {
 		if *f.dst, err = atoi(m, f.key, f.def); err != nil {
 			return "", err
 		}
@@ -315,7 +315,7 @@ func checkInvariants(e *scheduler.Engine) error {
 				if _, ok := capacity[n]; !ok {
 					return fmt.Errorf("job %s has a worker on unknown node %s", j.ID, n)
 				}
-				used[n]++
+				used[n] += j.Spec.K()
 			}
 		default:
 			if j.Workers != 0 || len(j.Nodes) != 0 {
@@ -325,7 +325,7 @@ func checkInvariants(e *scheduler.Engine) error {
 	}
 	for n, u := range used {
 		if u > capacity[n] {
-			return fmt.Errorf("node %s holds %d workers, capacity %d", n, u, capacity[n])
+			return fmt.Errorf("node %s holds workers of %d GPUs, capacity %d", n, u, capacity[n])
 		}
 	}
 	return nil

@@ -21,7 +21,7 @@ import (
 type simulateFlags struct {
 	workload, profiles, policies, baseline string
 	information                            string
-	nodes, gpusPerNode, jobs               int
+	nodes, gpusPerNode, jobs, perWorker    int
 	restartDelay, rateLimit, interval      time.Duration
 	load                                   float64
 	seed                                   uint64
@@ -48,6 +48,12 @@ largest GPU count whose per-GPU batch stays at or above the model's minimum
 GPU count. Every allocation change idles the job for --restart-delay.
 Policies see each job's true speedup curve and remaining time.
 
+A worker holds --gpus-per-worker GPUs (default 1), or what the workload's
+optional gpus_per_worker column says for its job; policies then decide
+worker counts, each worker sits whole on one node, and a job's rigid size is
+its GPUs rounded up to whole workers. The table adds a GPUS/WORKER column
+whenever a worker holds more than one GPU.
+
 Every number printed is deterministic for the same inputs except sim_wall_s.`,
 		Example: `  voda simulate
   voda simulate --policy ElasticFIFO,AFS-L --jobs 400 --load 1.5
@@ -63,6 +69,7 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
 	fl.StringVar(&f.policies, "policy", "all", "policies to compare, comma-separated, or all")
 	fl.IntVar(&f.nodes, "nodes", 16, "nodes in the simulated cluster")
 	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 4, "GPUs per node")
+	fl.IntVar(&f.perWorker, "gpus-per-worker", 1, "GPUs each worker holds, on one node, for jobs whose workload row does not say (torchrun's --nproc-per-node)")
 	fl.DurationVar(&f.restartDelay, "restart-delay", 30*time.Second, "idle time after every start, resize or migration (GPU time still charged)")
 	fl.DurationVar(&f.rateLimit, "rate-limit", 30*time.Second, "event-driven rescheduling, at most once per this period")
 	fl.DurationVar(&f.interval, "interval", 0, "reschedule on a fixed period instead of on events (e.g. 60s); excludes --rate-limit")
@@ -160,7 +167,7 @@ func prepareSimulation(cmd *cobra.Command, f *simulateFlags) (*simulation, error
 	s := &simulation{catalog: simulator.ModelCatalog(cat)}
 	for _, p := range policies {
 		cfg := simulator.Config{Policy: p, Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, RestartDelay: f.restartDelay,
-			RateLimit: f.rateLimit, Interval: f.interval, Tiresias: tiresias, Information: f.information}
+			RateLimit: f.rateLimit, Interval: f.interval, Tiresias: tiresias, Information: f.information, GPUsPerWorker: f.perWorker}
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("invalid flags: %w", err)
 		}

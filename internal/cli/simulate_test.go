@@ -30,7 +30,7 @@ func TestSimulateJSONContract(t *testing.T) {
 		sort.Strings(k)
 		return k
 	}
-	wantResult := []string{"avg_jct_s", "avg_queue_s", "eff_util", "gpu_util", "jct_over_bound", "jobs", "lower_bound_s",
+	wantResult := []string{"avg_jct_s", "avg_queue_s", "eff_util", "gpu_util", "gpus_per_worker", "jct_over_bound", "jobs", "lower_bound_s",
 		"makespan_s", "p50_jct_s", "p99_jct_s", "policy", "rescales_per_job", "restarts_per_job", "sim_wall_s", "workload"}
 	wantMean := []string{"avg_jct_s", "lower_bound_s", "makespan_s", "p99_jct_s", "policy", "workloads"}
 	if len(doc["results"]) != 2 || len(doc["mean"]) != 2 {

@@ -28,6 +28,9 @@ type Summary struct {
 	LowerBound     float64 `json:"lower_bound_s"`
 	JCTOverBound   float64 `json:"jct_over_bound"`
 	SimWall        float64 `json:"sim_wall_s"`
+	// GPUsPerWorker is the jobs' worker size: "1", "4", or a range such
+	// as "1-8" when they differ.
+	GPUsPerWorker string `json:"gpus_per_worker"`
 }
 
 // Mean averages one policy's summaries over workloads.
@@ -67,13 +70,19 @@ func Summarise(r Result) Summary {
 	}
 	jcts := make([]float64, 0, len(r.Jobs))
 	var gpuSec float64
+	lo, hi := math.MaxInt, 0
 	for _, j := range r.Jobs {
+		lo, hi = min(lo, max(j.GPUsPerWorker, 1)), max(hi, j.GPUsPerWorker, 1)
 		jcts = append(jcts, j.JCT)
 		s.AvgJCT += j.JCT
 		s.AvgQueue += j.Queue
 		gpuSec += j.GPUSeconds
 		s.RescalesPerJob += float64(j.Rescales)
 		s.RestartsPerJob += float64(j.Restarts)
+	}
+	s.GPUsPerWorker = strconv.Itoa(lo)
+	if hi > lo {
+		s.GPUsPerWorker += "-" + strconv.Itoa(hi)
 	}
 	n := float64(len(r.Jobs))
 	s.AvgJCT /= n
@@ -164,10 +173,21 @@ func (rep Report) WriteJSON(w io.Writer) error {
 // WriteTable prints the report for people.
 func (rep Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POLICY\tWORKLOAD\tJOBS\tAVG JCT\tP50 JCT\tP99 JCT\tMAKESPAN\tQUEUE\tGPU UTIL\tEFF UTIL\tRESCALES/JOB\tRESTARTS/JOB\tBOUND\tJCT/BOUND\t")
+	// The worker size is shown when some job's workers hold more than one
+	// GPU, so the table states what it measured.
+	perWorker := slices.ContainsFunc(rep.Results, func(s Summary) bool { return s.GPUsPerWorker != "1" && s.GPUsPerWorker != "" })
+	head := "POLICY\tWORKLOAD\tJOBS\t"
+	if perWorker {
+		head += "GPUS/WORKER\t"
+	}
+	fmt.Fprintln(tw, head+"AVG JCT\tP50 JCT\tP99 JCT\tMAKESPAN\tQUEUE\tGPU UTIL\tEFF UTIL\tRESCALES/JOB\tRESTARTS/JOB\tBOUND\tJCT/BOUND\t")
 	for _, s := range rep.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.0f%%\t%.0f%%\t%.2f\t%.2f\t%s\t%.2f\t\n",
-			s.Policy, s.Workload, s.Jobs, dur(s.AvgJCT), dur(s.P50JCT), dur(s.P99JCT), dur(s.Makespan),
+		fmt.Fprintf(tw, "%s\t%s\t%d\t", s.Policy, s.Workload, s.Jobs)
+		if perWorker {
+			fmt.Fprintf(tw, "%s\t", s.GPUsPerWorker)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f%%\t%.0f%%\t%.2f\t%.2f\t%s\t%.2f\t\n",
+			dur(s.AvgJCT), dur(s.P50JCT), dur(s.P99JCT), dur(s.Makespan),
 			dur(s.AvgQueue), 100*s.GPUUtil, 100*s.EffUtil, s.RescalesPerJob, s.RestartsPerJob,
 			dur(s.LowerBound), s.JCTOverBound)
 	}
@@ -213,12 +233,12 @@ func dur(sec float64) string {
 func (rep Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"policy", "workload", "jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "avg_queue_s",
-		"gpu_util", "eff_util", "rescales_per_job", "restarts_per_job", "lower_bound_s", "jct_over_bound", "sim_wall_s"})
+		"gpu_util", "eff_util", "rescales_per_job", "restarts_per_job", "lower_bound_s", "jct_over_bound", "gpus_per_worker", "sim_wall_s"})
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 	for _, s := range rep.Results {
 		cw.Write([]string{s.Policy, s.Workload, strconv.Itoa(s.Jobs), f(s.AvgJCT), f(s.P50JCT), f(s.P99JCT), f(s.Makespan),
 			f(s.AvgQueue), f(s.GPUUtil), f(s.EffUtil), f(s.RescalesPerJob), f(s.RestartsPerJob), f(s.LowerBound),
-			f(s.JCTOverBound), f(s.SimWall)})
+			f(s.JCTOverBound), s.GPUsPerWorker, f(s.SimWall)})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -228,13 +248,13 @@ func (rep Report) WriteCSV(w io.Writer) error {
 func WritePerJob(w io.Writer, results []Result) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"policy", "workload", "job", "model", "gpus_requested", "batch", "min_workers", "max_workers",
-		"submit_s", "start_s", "finish_s", "jct_s", "queue_s", "gpu_seconds", "rescales", "restarts"})
+		"submit_s", "start_s", "finish_s", "jct_s", "queue_s", "gpu_seconds", "rescales", "restarts", "gpus_per_worker"})
 	f := func(x float64) string { return strconv.FormatFloat(round(x, 0.001), 'f', -1, 64) }
 	for _, r := range results {
 		for _, j := range r.Jobs {
 			cw.Write([]string{r.Policy, r.Workload, j.Name, j.Model, strconv.Itoa(j.GPUs), strconv.Itoa(j.Batch),
 				strconv.Itoa(j.Min), strconv.Itoa(j.Max), f(j.Submit), f(j.Start), f(j.Finish), f(j.JCT), f(j.Queue),
-				f(j.GPUSeconds), strconv.Itoa(j.Rescales), strconv.Itoa(j.Restarts)})
+				f(j.GPUSeconds), strconv.Itoa(j.Rescales), strconv.Itoa(j.Restarts), strconv.Itoa(max(j.GPUsPerWorker, 1))})
 		}
 	}
 	cw.Flush()

@@ -20,7 +20,7 @@ func (r *run) result() Result {
 		fin := r.finish[j.ID]
 		jr := JobResult{
 			Name: ji.Name, Model: ji.Model, GPUs: ji.GPUs, Batch: ji.Batch,
-			Min: ji.spec.MinWorkers, Max: ji.spec.MaxWorkers,
+			Min: ji.spec.MinWorkers, Max: ji.spec.MaxWorkers, GPUsPerWorker: ji.spec.K(),
 			Submit: submit, Start: r.seconds(j.FirstStarted), Finish: fin,
 			JCT: fin - submit, GPUSeconds: j.GPUSeconds, Rescales: j.Rescales, Restarts: j.Restarts,
 		}
@@ -61,15 +61,15 @@ func (r *run) lowerBound(rigid bool) float64 {
 	var tasks []srptTask
 	for _, j := range r.w.Jobs {
 		ji := r.info[api.JobID(j.Name)]
-		lo, hi := ji.spec.MinWorkers, ji.spec.MaxWorkers
+		lo, hi, k := ji.spec.MinWorkers, ji.spec.MaxWorkers, ji.spec.K()
 		if rigid {
 			lo, hi = ji.spec.RequestedWorkers, ji.spec.RequestedWorkers
 		}
 		best, leastGPUSec := math.Inf(1), math.Inf(1)
-		for n := lo; n <= min(hi, g); n++ {
-			t := ji.steps * ji.model.StepSeconds(sim.PackedShape(n, r.cfg.GPUsPerNode), j.Batch)
+		for n := lo; n <= min(hi, g/k); n++ {
+			t := ji.steps * ji.model.StepSeconds(sim.PackedShape(n*k, r.cfg.GPUsPerNode), j.Batch)
 			best = min(best, t)
-			leastGPUSec = min(leastGPUSec, float64(n)*t)
+			leastGPUSec = min(leastGPUSec, float64(n*k)*t)
 		}
 		iso += delay + best
 		tasks = append(tasks, srptTask{release: j.Submit.Seconds(), size: leastGPUSec / float64(g)})

@@ -27,6 +27,10 @@ type Config struct {
 	// events (the Pollux artifact uses 60 s).
 	Interval time.Duration
 	Tiresias algorithm.TiresiasConfig
+	// GPUsPerWorker is the GPUs each worker holds, for jobs whose workload
+	// row does not say; 0 means 1. A job's rigid size is its GPUs rounded
+	// up to whole workers.
+	GPUsPerWorker int
 	// Information is what policies know of jobs' speedup and remaining
 	// time: InfoOracle (the true values; the default) or InfoEstimated
 	// (pkg/estimator's, from the step times jobs report as they run).
@@ -47,6 +51,9 @@ func (c Config) Validate() error {
 	}
 	if c.GPUsPerNode < 1 || c.GPUsPerNode > 64 {
 		errs = append(errs, fmt.Errorf("gpus per node is %d, want 1 to 64", c.GPUsPerNode))
+	}
+	if c.GPUsPerWorker < 0 || c.GPUsPerWorker > max(c.GPUsPerNode, 1) {
+		errs = append(errs, fmt.Errorf("gpus per worker is %d, want 1 to the GPUs per node (%d)", c.GPUsPerWorker, c.GPUsPerNode))
 	}
 	if c.RestartDelay < 0 || c.RestartDelay > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("restart delay %v is outside 0 to 24h", c.RestartDelay))
@@ -74,8 +81,10 @@ type JobResult struct {
 	Name        string
 	Model       string
 	GPUs, Batch int
-	Min, Max    int
-	Submit      float64 // seconds from the trace start
+	// Min and Max are the worker range; a worker holds GPUsPerWorker GPUs.
+	Min, Max      int
+	GPUsPerWorker int
+	Submit        float64 // seconds from the trace start
 	Start       float64 // first start
 	Finish      float64
 	JCT         float64
@@ -126,7 +135,10 @@ type jobInfo struct {
 	model   Model
 	steps   float64
 	oneGPU  float64 // seconds per step on one GPU
-	spec    api.JobSpec
+	// oneWorker is the seconds per step on one worker of spec.K() GPUs,
+	// the unit of the remaining times and speedups policies see.
+	oneWorker float64
+	spec      api.JobSpec
 	speedup algorithm.Speedup
 }
 
@@ -200,33 +212,49 @@ func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
 	return r, nil
 }
 
-// prepare derives a job's worker range and oracle curves. Worker range:
-// min 1, max the largest count whose per-GPU batch stays at or above the
-// model's minimum (capped at 64 and at the cluster), requested the
-// workload's count.
+// prepare derives a job's worker range and oracle curves. A worker holds k
+// GPUs (the job's own, else the configured default). Worker range: min 1,
+// max the largest count whose GPUs keep the per-GPU batch at or above the
+// model's minimum (capped at the cluster), requested the workload's GPUs
+// in whole workers, rounded up.
 func (r *run) prepare(j Job, cat Catalog, total int) (*jobInfo, error) {
 	m, err := cat.Lookup(j.Model)
 	if err != nil {
 		return nil, err
 	}
+	k := max(r.cfg.GPUsPerWorker, 1)
+	if j.GPUsPerWorker > 0 {
+		k = j.GPUsPerWorker
+	}
+	if k > r.cfg.GPUsPerNode {
+		return nil, fmt.Errorf("workers of %d GPUs do not fit nodes of %d", k, r.cfg.GPUsPerNode)
+	}
 	ji := &jobInfo{Job: j, model: m, steps: m.Steps(j.Batch)}
 	ji.oneGPU = m.StepSeconds([]int{1}, j.Batch)
-	if !(ji.steps > 0) || !(ji.oneGPU > 0) || math.IsInf(ji.steps, 0) || math.IsInf(ji.oneGPU, 0) {
-		return nil, fmt.Errorf("model %s has no throughput or work at batch %d", j.Model, j.Batch)
+	ji.oneWorker = m.StepSeconds([]int{k}, j.Batch)
+	for _, v := range []float64{ji.steps, ji.oneGPU, ji.oneWorker} {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("model %s has no throughput or work at batch %d", j.Model, j.Batch)
+		}
 	}
-	hi := max(min(m.MaxWorkers(j.Batch), total), 1)
-	req := j.GPUs
-	if req > total {
-		return nil, fmt.Errorf("requests %d GPUs, the cluster has %d", req, total)
+	req := (j.GPUs + k - 1) / k
+	if req*k > total {
+		if k > 1 {
+			return nil, fmt.Errorf("requests %d GPUs (%d workers of %d), the cluster has %d", j.GPUs, req, k, total)
+		}
+		return nil, fmt.Errorf("requests %d GPUs, the cluster has %d", j.GPUs, total)
 	}
-	hi = max(hi, req)
+	hi := max(min(m.MaxWorkers(j.Batch), total)/k, 1, req)
 	ji.spec = api.JobSpec{MinWorkers: 1, MaxWorkers: hi, RequestedWorkers: req}
-	if m.MaxWorkers(j.Batch) <= 1 && req == 1 {
+	if k > 1 {
+		ji.spec.GPUsPerWorker = k
+	}
+	if m.MaxWorkers(j.Batch) <= k && req == 1 {
 		ji.spec.MaxWorkers = 1
 	}
 	curve := make([]float64, hi+1)
 	for n := 1; n <= hi; n++ {
-		curve[n] = ji.oneGPU / m.StepSeconds(sim.PackedShape(n, r.cfg.GPUsPerNode), j.Batch)
+		curve[n] = ji.oneWorker / m.StepSeconds(sim.PackedShape(n*k, r.cfg.GPUsPerNode), j.Batch)
 	}
 	ji.speedup = func(n int) float64 {
 		if n < 1 || n >= len(curve) {
@@ -328,12 +356,12 @@ func (r *run) arrive(t time.Time) error {
 		r.next++
 		r.live[api.JobID(j.Name)] = ji
 		m, batch := ji.model, j.Batch
-		if err := r.cluster.Add(sim.Job{ID: api.JobID(j.Name), Steps: ji.steps,
+		if err := r.cluster.Add(sim.Job{ID: api.JobID(j.Name), Steps: ji.steps, GPUsPerWorker: ji.spec.GPUsPerWorker,
 			StepSeconds: func(shape []int) float64 { return m.StepSeconds(shape, batch) }}); err != nil {
 			return err
 		}
 		ev := scheduler.JobSubmitted{ID: api.JobID(j.Name), Spec: ji.spec,
-			Remaining: ji.steps * ji.oneGPU, Speedup: ji.speedup}
+			Remaining: ji.steps * ji.oneWorker, Speedup: ji.speedup}
 		if r.est != nil {
 			fit := r.est.Estimate(j.Name, j.Model)
 			ev.Remaining, ev.Speedup = fit.Remaining(ji.steps), speedupOf(fit)
@@ -361,10 +389,10 @@ func (r *run) maybeSchedule(t time.Time) error {
 			return err
 		}
 	} else if readsRemaining(r.engine.Policy()) {
-		// Oracle information: the true remaining time at one GPU. The
+		// Oracle information: the true remaining time at one worker. The
 		// order of these updates does not matter.
 		for id, ji := range r.live {
-			rem := r.cluster.Remaining(id, t) * ji.oneGPU
+			rem := r.cluster.Remaining(id, t) * ji.oneWorker
 			if err := r.engine.Step(scheduler.Progress{ID: id, Remaining: max(rem, 1e-9)}); err != nil {
 				return err
 			}
@@ -397,7 +425,7 @@ func (r *run) estimate(t time.Time) error {
 			r.reports[id]++
 			fit := r.est.Estimate(ji.Name, ji.Model)
 			if slices.Contains(EstimateCheckpoints, r.reports[id]) && fit.Known() {
-				r.estErr[r.reports[id]] = append(r.estErr[r.reports[id]], math.Abs(fit.OneWorker-ji.oneGPU)/ji.oneGPU)
+				r.estErr[r.reports[id]] = append(r.estErr[r.reports[id]], math.Abs(fit.OneWorker-ji.oneWorker)/ji.oneWorker)
 			}
 		}
 		fit := r.est.Estimate(ji.Name, ji.Model)

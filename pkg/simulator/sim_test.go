@@ -191,15 +191,17 @@ func TestSRPTMeanFlow(t *testing.T) {
 func TestParseWorkloadErrors(t *testing.T) {
 	const head = "name,time,application,num_replicas,batch_size\n"
 	cases := map[string]struct{ text, want string }{
-		"bad header":          {"a,b\n", "1: header is"},
-		"wrong field count":   {head + "a,1,toy,1\n", "2: 4 fields, want 5"},
-		"bad time":            {head + "a,soon,toy,1,1\n", `2: time "soon"`},
-		"negative replicas":   {head + "a,1,toy,-1,1\n", `2: num_replicas "-1"`},
-		"bad batch":           {head + "a,1,toy,1,x\n", `2: batch_size "x"`},
-		"unknown application": {head + "a,1,gpt9,1,1\n", `2: application "gpt9": unknown model "gpt9"`},
-		"duplicate name":      {head + "a,1,toy,1,1\na,2,toy,1,1\n", `3: job "a" already appears on line 2`},
-		"empty":               {head, "no jobs"},
-		"unterminated quote":  {head + "\"a,1,toy,1,1\n", "extraneous or missing"},
+		"bad header":           {"a,b\n", "1: header is"},
+		"wrong field count":    {head + "a,1,toy,1\n", "2: 4 fields, want 5"},
+		"bad worker size":      {"name,time,application,num_replicas,batch_size,gpus_per_worker\na,1,toy,4,1,0\n", `2: gpus_per_worker "0"`},
+		"sixth column unnamed": {"name,time,application,num_replicas,batch_size,k\na,1,toy,4,1,2\n", "1: header is"},
+		"bad time":             {head + "a,soon,toy,1,1\n", `2: time "soon"`},
+		"negative replicas":    {head + "a,1,toy,-1,1\n", `2: num_replicas "-1"`},
+		"bad batch":            {head + "a,1,toy,1,x\n", `2: batch_size "x"`},
+		"unknown application":  {head + "a,1,gpt9,1,1\n", `2: application "gpt9": unknown model "gpt9"`},
+		"duplicate name":       {head + "a,1,toy,1,1\na,2,toy,1,1\n", `3: job "a" already appears on line 2`},
+		"empty":                {head, "no jobs"},
+		"unterminated quote":   {head + "\"a,1,toy,1,1\n", "extraneous or missing"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -214,6 +216,7 @@ func TestParseWorkloadErrors(t *testing.T) {
 func FuzzParseWorkload(f *testing.F) {
 	f.Add("name,time,application,num_replicas,batch_size\na,1,toy,2,4\n")
 	f.Add("name,time,application,num_replicas,batch_size\na,1e9,big,1,1\nb,0,toy,3,1\n")
+	f.Add("name,time,application,num_replicas,batch_size,gpus_per_worker\na,1,toy,8,4,4\nb,0,toy,3,1,\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		w, err := ParseWorkload(strings.NewReader(text), "w", cat)
 		if err != nil {
@@ -223,9 +226,55 @@ func FuzzParseWorkload(f *testing.F) {
 			t.Fatal("a parsed workload has no jobs")
 		}
 		for _, j := range w.Jobs {
-			if j.GPUs < 1 || j.Batch < 1 || j.Submit < 0 {
+			if j.GPUs < 1 || j.Batch < 1 || j.Submit < 0 || j.GPUsPerWorker < 0 || j.GPUsPerWorker > 64 {
 				t.Fatalf("accepted a bad job %+v", j)
 			}
 		}
 	})
+}
+
+func TestWorkersOfSeveralGPUs(t *testing.T) {
+	text := "name,time,application,num_replicas,batch_size,gpus_per_worker\n" +
+		"quad,0,toy,8,1,4\n" + // two workers of 4
+		"odd,0,toy,3,1,2\n" + // rounded up to two workers of 2
+		"plain,0,toy,2,1,\n" // the configured default
+	w, err := ParseWorkload(strings.NewReader(text), "w", cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config("FIFO")
+	cfg.Nodes = 4
+	res, err := Run(cfg, w, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][3]int{}
+	for _, j := range res.Jobs {
+		got[j.Name] = [3]int{j.GPUsPerWorker, j.Min, j.Max}
+		// Alone at its rigid size on whole nodes: 30 s, then 1000 steps.
+		gpus := map[string]int{"quad": 8, "odd": 4, "plain": 2}[j.Name]
+		want := 30 + 1000/float64(gpus)
+		if gpus > 4 {
+			want = 30 + 1000*1.25/float64(gpus)
+		}
+		if math.Abs(j.JCT-want) > 1e-6 {
+			t.Errorf("job %s: JCT %v, want %v", j.Name, j.JCT, want)
+		}
+		if math.Abs(j.GPUSeconds-float64(gpus)*want) > 1e-6 {
+			t.Errorf("job %s: %v GPU-seconds, want %v", j.Name, j.GPUSeconds, float64(gpus)*want)
+		}
+	}
+	// toy's largest useful GPU count is 8: 2 workers of 4, 4 of 2, 8 of 1.
+	want := map[string][3]int{"quad": {4, 1, 2}, "odd": {2, 1, 4}, "plain": {1, 1, 8}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("worker size and range (-want,+got):\n%s", diff)
+	}
+	if s := Summarise(res); s.GPUsPerWorker != "1-4" {
+		t.Errorf("summary says GPUs per worker %q, want 1-4", s.GPUsPerWorker)
+	}
+
+	cfg.GPUsPerWorker = 8
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "gpus per worker is 8") {
+		t.Errorf("a worker larger than a node: got %v", err)
+	}
 }

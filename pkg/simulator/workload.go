@@ -37,6 +37,9 @@ type Job struct {
 	Model  string
 	GPUs   int // the size a rigid scheduler gives it
 	Batch  int // global batch size, fixed for the whole run
+	// GPUsPerWorker is the GPUs each worker holds (the optional
+	// gpus_per_worker column); 0 takes Config.GPUsPerWorker.
+	GPUsPerWorker int
 }
 
 // Workload is a named list of jobs, sorted by submission time then name.
@@ -50,8 +53,9 @@ type Workload struct {
 const maxJobs = 1_000_000
 
 // ReadWorkload reads a Pollux-artifact workload CSV
-// (name,time,application,num_replicas,batch_size). Errors name the file
-// and line. Every application must be in the catalog.
+// (name,time,application,num_replicas,batch_size), optionally with a sixth
+// column gpus_per_worker. Errors name the file and line. Every application
+// must be in the catalog.
 func ReadWorkload(path string, cat Catalog) (Workload, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -68,6 +72,9 @@ func ReadWorkload(path string, cat Catalog) (Workload, error) {
 
 var header = []string{"name", "time", "application", "num_replicas", "batch_size"}
 
+// perWorkerColumn is the optional sixth column.
+const perWorkerColumn = "gpus_per_worker"
+
 // ParseWorkload parses a workload CSV from r. Errors start with the line
 // number ("3: …").
 func ParseWorkload(r io.Reader, name string, cat Catalog) (Workload, error) {
@@ -76,6 +83,7 @@ func ParseWorkload(r io.Reader, name string, cat Catalog) (Workload, error) {
 	cr.ReuseRecord = true
 	w := Workload{Name: name}
 	seen := map[string]int{}
+	columns := len(header)
 	for line := 1; ; line++ {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -89,13 +97,17 @@ func ParseWorkload(r io.Reader, name string, cat Catalog) (Workload, error) {
 			return Workload{}, fmt.Errorf("%d: %w", line, err)
 		}
 		if line == 1 {
-			if !slices.Equal(trimAll(rec), header) {
-				return Workload{}, fmt.Errorf("1: header is %q, want %q", strings.Join(rec, ","), strings.Join(header, ","))
+			got := trimAll(rec)
+			if len(got) == columns+1 && got[columns] == perWorkerColumn {
+				got, columns = got[:columns], columns+1
+			}
+			if !slices.Equal(got, header) {
+				return Workload{}, fmt.Errorf("1: header is %q, want %q (and optionally %s)", strings.Join(rec, ","), strings.Join(header, ","), perWorkerColumn)
 			}
 			continue
 		}
-		if len(rec) != len(header) {
-			return Workload{}, fmt.Errorf("%d: %d fields, want %d (%s)", line, len(rec), len(header), strings.Join(header, ","))
+		if len(rec) != columns {
+			return Workload{}, fmt.Errorf("%d: %d fields, want %d as the header has", line, len(rec), columns)
 		}
 		j, err := parseJob(trimAll(rec), cat)
 		if err != nil {
@@ -140,6 +152,13 @@ func parseJob(rec []string, cat Catalog) (Job, error) {
 	}
 	if j.Batch, err = strconv.Atoi(rec[4]); err != nil || j.Batch < 1 || j.Batch > 100_000_000 {
 		return Job{}, fmt.Errorf("batch_size %q: want a positive global batch size", rec[4])
+	}
+	if len(rec) > len(header) && rec[len(header)] != "" {
+		k, err := strconv.Atoi(rec[len(header)])
+		if err != nil || k < 1 || k > 64 {
+			return Job{}, fmt.Errorf("%s %q: want the GPUs of one worker, 1 to 64 (empty for the default)", perWorkerColumn, rec[len(header)])
+		}
+		j.GPUsPerWorker = k
 	}
 	if _, err := cat.Lookup(j.Model); err != nil {
 		return Job{}, fmt.Errorf("application %q: %w", j.Model, err)

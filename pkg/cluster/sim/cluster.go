@@ -19,6 +19,8 @@ type Job struct {
 	// StepSeconds returns the time of one step on a placement with the
 	// given GPUs per node.
 	StepSeconds func(shape []int) float64
+	// GPUsPerWorker is the GPUs each worker holds; 0 means 1.
+	GPUsPerWorker int
 }
 
 // state is a job's runtime in the cluster.
@@ -127,9 +129,10 @@ func (c *Cluster) Apply(a api.Action, now time.Time) error {
 		if len(a.Nodes) != a.To || a.To < 1 {
 			return fmt.Errorf("%s %s: %d nodes for %d workers", a.Kind, a.Job, len(a.Nodes), a.To)
 		}
-		stepSec = s.StepSeconds(Shape(a.Nodes))
+		shape := Shape(a.Nodes, s.GPUsPerWorker)
+		stepSec = s.StepSeconds(shape)
 		if !(stepSec > 0) || math.IsInf(stepSec, 1) {
-			return fmt.Errorf("%s %s: no throughput on shape %v", a.Kind, a.Job, Shape(a.Nodes))
+			return fmt.Errorf("%s %s: no throughput on shape %v", a.Kind, a.Job, shape)
 		}
 	default:
 		return fmt.Errorf("unknown action %q", a.Kind)
@@ -137,7 +140,7 @@ func (c *Cluster) Apply(a api.Action, now time.Time) error {
 	// Checked: now change the state.
 	s.done = s.doneAt(now)
 	s.updated = now
-	c.allocated -= s.workers
+	c.allocated -= s.workers * max(s.GPUsPerWorker, 1)
 	if a.Kind == api.ActionHalt {
 		s.workers, s.nodes, s.stepSec = 0, nil, 0
 	} else {
@@ -145,7 +148,7 @@ func (c *Cluster) Apply(a api.Action, now time.Time) error {
 		// Every change of allocation or placement restarts the workers.
 		s.idleUntil = now.Add(c.restartDelay)
 	}
-	c.allocated += s.workers
+	c.allocated += s.workers * max(s.GPUsPerWorker, 1)
 	c.schedule(s, now)
 	return nil
 }
@@ -189,17 +192,18 @@ func (c *Cluster) Finished(now time.Time) []api.JobID {
 		f := heap.Pop(&c.finishes).(finish)
 		s := c.jobs[f.id]
 		s.done, s.updated, s.finished = s.Steps, now, true
-		c.allocated -= s.workers
+		c.allocated -= s.workers * max(s.GPUsPerWorker, 1)
 		s.workers, s.nodes, s.stepSec = 0, nil, 0
 		out = append(out, f.id)
 	}
 }
 
-// Shape returns the GPUs per node of a placement, largest first.
-func Shape(nodes []api.NodeName) []int {
+// Shape returns the GPUs per node of a placement of workers of k GPUs
+// (k ≤ 1 means one), largest first.
+func Shape(nodes []api.NodeName, k int) []int {
 	count := map[api.NodeName]int{}
 	for _, n := range nodes {
-		count[n]++
+		count[n] += max(k, 1)
 	}
 	shape := make([]int, 0, len(count))
 	for _, c := range count {

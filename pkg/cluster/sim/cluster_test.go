@@ -95,8 +95,11 @@ func TestApplyRejectsBadActions(t *testing.T) {
 }
 
 func TestShapes(t *testing.T) {
-	if diff := cmp.Diff([]int{3, 1}, Shape(nodes("b", "a", "b", "b"))); diff != "" {
+	if diff := cmp.Diff([]int{3, 1}, Shape(nodes("b", "a", "b", "b"), 1)); diff != "" {
 		t.Errorf("Shape (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{12, 4}, Shape(nodes("b", "a", "b", "b"), 4)); diff != "" {
+		t.Errorf("Shape of 4-GPU workers (-want,+got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]int{4, 4, 2}, PackedShape(10, 4)); diff != "" {
 		t.Errorf("PackedShape (-want,+got):\n%s", diff)

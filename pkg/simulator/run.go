@@ -85,13 +85,13 @@ type JobResult struct {
 	Min, Max      int
 	GPUsPerWorker int
 	Submit        float64 // seconds from the trace start
-	Start       float64 // first start
-	Finish      float64
-	JCT         float64
-	Queue       float64 // first start − submit
-	GPUSeconds  float64
-	Rescales    int
-	Restarts    int
+	Start         float64 // first start
+	Finish        float64
+	JCT           float64
+	Queue         float64 // first start − submit
+	GPUSeconds    float64
+	Rescales      int
+	Restarts      int
 }
 
 // Point is the number of GPUs allocated from time T (seconds) on.
@@ -132,14 +132,14 @@ func (c *virtualClock) Now() time.Time { return c.t }
 // jobInfo is the simulator's oracle knowledge of a job.
 type jobInfo struct {
 	Job
-	model   Model
-	steps   float64
-	oneGPU  float64 // seconds per step on one GPU
+	model  Model
+	steps  float64
+	oneGPU float64 // seconds per step on one GPU
 	// oneWorker is the seconds per step on one worker of spec.K() GPUs,
 	// the unit of the remaining times and speedups policies see.
 	oneWorker float64
 	spec      api.JobSpec
-	speedup algorithm.Speedup
+	speedup   algorithm.Speedup
 }
 
 // Run simulates one workload under cfg.

@@ -65,18 +65,33 @@ func describeJob(w io.Writer, tj *v1alpha1.TrainingJob, events []rest.Event, at 
 		workers += fmt.Sprintf(", requested %d", s.RequestedWorkers)
 	}
 	line("Worker range", workers)
+	line("Runtime", orDefault(s.Template.Runtime(), "-"))
+	k, kErr := s.WorkerGPUs()
+	if kErr != nil {
+		line("GPUs per worker", "invalid: "+kErr.Error())
+	} else {
+		line("GPUs per worker", fmt.Sprint(k))
+	}
 	line("Priority", fmt.Sprint(s.Priority))
 	line("Epochs", orDefault(positive(s.Epochs), "-"))
 	line("Category", orDefault(s.Category, "-"))
 	line("Status", string(phase))
 	if st.Message != "" {
 		label := "Message"
-		if phase == v1alpha1.PhaseWaiting || phase == v1alpha1.PhaseSubmitted {
+		switch phase {
+		case v1alpha1.PhaseWaiting, v1alpha1.PhaseSubmitted:
 			label = "Why waiting"
 		}
 		line(label, st.Message)
 	}
-	line("Workers", fmt.Sprint(st.Workers))
+	held := fmt.Sprint(st.Workers)
+	if kErr == nil && k > 1 {
+		held += fmt.Sprintf(" (%d GPUs)", int(st.Workers)*k)
+	}
+	if phase == v1alpha1.PhaseStarting || phase == v1alpha1.PhaseRunning {
+		held += fmt.Sprintf(", %d running", st.RunningWorkers)
+	}
+	line("Workers", held)
 	if len(st.Placement) > 0 {
 		var parts []string
 		for i, n := range st.Placement {

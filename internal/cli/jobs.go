@@ -206,7 +206,7 @@ type and the times are how long the job waited for GPUs and ran.
 	}
 	fl := jobs.Flags()
 	fl.StringVarP(&output, "output", "o", "", "output format: wide, json or yaml")
-	fl.StringVar(&status, "status", "", "only jobs in this phase (Submitted, Waiting, Running, Completed, Failed, Canceled)")
+	fl.StringVar(&status, "status", "", "only jobs in this phase (Submitted, Waiting, Starting, Running, Completed, Failed, Canceled)")
 	fl.StringVar(&gpuType, "gpu-type", "", "only jobs of this GPU type")
 	fl.StringVar(&user, "user", "", "only jobs of this submitter (admins)")
 	fl.BoolVarP(&watch, "watch", "w", false, "after the list, print jobs again whenever they change, until Ctrl-C")
@@ -296,9 +296,9 @@ func jobTimes(tj *v1alpha1.TrainingJob, at time.Time) (waiting, running, gpu tim
 		return waiting, running, gpu
 	}
 	switch d := at.Sub(since); st.Phase {
-	case v1alpha1.PhaseRunning:
+	case v1alpha1.PhaseRunning, v1alpha1.PhaseStarting:
 		running += d
-		gpu += time.Duration(st.Workers) * d
+		gpu += time.Duration(st.Workers) * time.Duration(max(st.GPUsPerWorker, 1)) * d
 	case v1alpha1.PhaseWaiting, v1alpha1.PhaseSubmitted, "":
 		waiting += d
 	}
@@ -312,13 +312,33 @@ func jobRow(tj *v1alpha1.TrainingJob, wide bool, at time.Time) string {
 	if phase == "" {
 		phase = v1alpha1.PhaseSubmitted
 	}
-	cols := []string{tj.Name, string(phase), fmt.Sprint(tj.Status.Workers), tj.Spec.GPUType,
+	cols := []string{tj.Name, string(phase), workersColumn(tj), tj.Spec.GPUType,
 		w.Round(time.Second).String(), r.Round(time.Second).String(), (w + r).Round(time.Second).String()}
 	if wide {
 		cols = append(cols, fmt.Sprintf("%d-%d", tj.Spec.MinWorkers, tj.Spec.MaxWorkers), fmt.Sprint(tj.Status.Queue),
 			orDefault(tj.Spec.Submitter, "-"), orDefault(compactPlacement(tj.Status.Placement), "-"))
 	}
 	return strings.Join(cols, "\t")
+}
+
+// workersColumn is a job's workers: "4", "2/4" while only 2 of 4 run, and
+// "4×2" when each worker holds 2 GPUs.
+func workersColumn(tj *v1alpha1.TrainingJob) string {
+	st := tj.Status
+	s := fmt.Sprint(st.Workers)
+	if st.Phase == v1alpha1.PhaseStarting {
+		s = fmt.Sprintf("%d/%d", st.RunningWorkers, st.Workers)
+	}
+	k := st.GPUsPerWorker
+	if k == 0 {
+		if n, err := tj.Spec.WorkerGPUs(); err == nil {
+			k = int32(n)
+		}
+	}
+	if k > 1 {
+		s += fmt.Sprintf("×%d", k)
+	}
+	return s
 }
 
 const (
@@ -441,7 +461,7 @@ func printSchedulers(w io.Writer, items []rest.Scheduler, format string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "GPU-TYPE\tALGORITHM\tRATE-LIMIT\tNODES\tGPUS\tALLOCATED\tOTHER\tWAITING\tRUNNING\tDONE")
+	fmt.Fprintln(tw, "GPU-TYPE\tALGORITHM\tRATE-LIMIT\tNODES\tGPUS\tALLOCATED\tOTHER\tWAITING\tSTARTING\tRUNNING\tDONE")
 	for _, s := range items {
 		done := s.Jobs[string(v1alpha1.PhaseCompleted)] + s.Jobs[string(v1alpha1.PhaseFailed)] + s.Jobs[string(v1alpha1.PhaseCanceled)]
 		waiting := s.Jobs[string(v1alpha1.PhaseWaiting)] + s.Jobs[string(v1alpha1.PhaseSubmitted)]
@@ -449,8 +469,8 @@ func printSchedulers(w io.Writer, items []rest.Scheduler, format string) error {
 		if s.SettingsError != "" {
 			alg += " (bad settings)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", s.GPUType, alg, s.RateLimit, s.Nodes, s.GPUs, s.AllocatedGPUs,
-			s.OtherGPUs, waiting, s.Jobs[string(v1alpha1.PhaseRunning)], done)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", s.GPUType, alg, s.RateLimit, s.Nodes, s.GPUs, s.AllocatedGPUs,
+			s.OtherGPUs, waiting, s.Jobs[string(v1alpha1.PhaseStarting)], s.Jobs[string(v1alpha1.PhaseRunning)], done)
 	}
 	return tw.Flush()
 }

@@ -38,7 +38,7 @@ func goldenJobs() []v1alpha1.TrainingJob {
 		Spec: v1alpha1.TrainingJobSpec{GPUType: "nvidia-tesla-v100", MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 2,
 			Epochs: 20, Category: "mnist", Submitter: "alice"},
 		Status: v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseRunning, Message: "running with 3 of up to 4 workers",
-			Workers: 3, Placement: []string{"gpu-a", "gpu-a", "gpu-b"}, SubmitTime: at(20 * time.Minute),
+			Workers: 3, RunningWorkers: 3, GPUsPerWorker: 1, Placement: []string{"gpu-a", "gpu-a", "gpu-b"}, SubmitTime: at(20 * time.Minute),
 			FirstStartTime: at(18 * time.Minute), LastStartTime: at(5 * time.Minute), AccountedTime: at(30 * time.Second),
 			WaitingMillis: 120_000, RunningMillis: 1_050_000, GPUMillis: 2_700_000, Rescales: 2, Restarts: 1, RemainingSeconds: &rem},
 	}
@@ -55,7 +55,17 @@ func goldenJobs() []v1alpha1.TrainingJob {
 			SubmitTime: at(3 * time.Hour), FirstStartTime: at(170 * time.Minute), LastStartTime: at(170 * time.Minute),
 			FinishTime: at(time.Hour), AccountedTime: at(time.Hour), WaitingMillis: 600_000, RunningMillis: 6_600_000, GPUMillis: 13_200_000},
 	}
-	return []v1alpha1.TrainingJob{waiting, running, done}
+	starting := v1alpha1.TrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "llama-ft", Namespace: "voda", CreationTimestamp: *at(2 * time.Minute)},
+		Spec: v1alpha1.TrainingJobSpec{GPUType: "nvidia-tesla-v100", MinWorkers: 1, MaxWorkers: 4, GPUsPerWorker: 4, Submitter: "carol",
+			Template: v1alpha1.TrainingJobTemplate{MPIJob: &v1alpha1.MPIJobTemplate{}}},
+		Status: v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseStarting,
+			Message: "1 of 2 workers running; worker 1 is Pending: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu",
+			Workers: 2, GPUs: 8, GPUsPerWorker: 4, RunningWorkers: 1, Placement: []string{"gpu-a", "gpu-b"},
+			SubmitTime: at(2 * time.Minute), FirstStartTime: at(time.Minute), LastStartTime: at(time.Minute),
+			AccountedTime: at(30 * time.Second), WaitingMillis: 60_000, RunningMillis: 30_000, GPUMillis: 240_000},
+	}
+	return []v1alpha1.TrainingJob{waiting, running, done, starting}
 }
 
 // cannedServer answers like a Voda server with fixed data and records
@@ -181,6 +191,7 @@ func TestGoldenOutput(t *testing.T) {
 		{"describe-running", []string{"describe", "job", "mnist"}, 0},
 		{"describe-waiting", []string{"describe", "job", "cifar10-resnet50-20261123-113000"}, 0},
 		{"describe-completed", []string{"describe", "job", "transformer"}, 0},
+		{"describe-starting", []string{"describe", "job", "llama-ft"}, 0},
 		{"get-schedulers", []string{"get", "schedulers"}, 0},
 		{"create", []string{"create", "-f", job}, 0},
 		{"delete-several", []string{"delete", "mnist", "gone", "transformer"}, 1},

@@ -149,7 +149,7 @@ func (m *Metrics) State(gpuType api.GPUType, jobs []scheduler.Job, gpus int) {
 			counts[j.Phase]++
 		}
 		if j.Phase == api.PhaseRunning {
-			allocated += j.Workers
+			allocated += j.Workers * j.Spec.K()
 		}
 	}
 	for p, n := range counts {

@@ -98,3 +98,22 @@ func FuzzDecodeJob(f *testing.F) {
 		}
 	})
 }
+
+// What a worker template asks for is what Voda counts: a job that names no
+// gpusPerWorker takes the template's GPUs, in both formats.
+func TestDecodeJobCountsTheTemplatesGPUs(t *testing.T) {
+	for name, body := range map[string]string{
+		"TrainingJob":     tj("two", workerImage, workerImage+twoGPUs),
+		"original MPIJob": mpijob("two", workerImage, workerImage+twoGPUs),
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := server.DecodeJob([]byte(body), "application/yaml", submitTime)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k, err := got.Spec.WorkerGPUs(); err != nil || k != 2 {
+				t.Errorf("GPUs per worker = %d, %v; want 2", k, err)
+			}
+		})
+	}
+}

@@ -35,6 +35,13 @@ spec:
             image: busybox
 `
 
+// workerImage is the worker container's last line in validTJ; twoGPUs
+// follows it to ask for 2 GPUs per worker.
+const (
+	workerImage = "          - name: worker\n            image: busybox\n"
+	twoGPUs     = "            resources: {limits: {nvidia.com/gpu: 2}}\n"
+)
+
 // validMPIJob is a job in the original Voda's format.
 const validMPIJob = `apiVersion: kubeflow.org/v1
 kind: MPIJob
@@ -146,6 +153,12 @@ func badInputs() []badInput {
 		{"MPIJob without GPU type", yamlCT, mpijob("nosel", "          nodeSelector:\n            vodascheduler/accelerator: api-gpu\n", ""), 400, "vodascheduler/accelerator (the GPU type) is missing", false},
 		{"MPIJob min above max", yamlCT, mpijob("mm", `{name: MIN_NUM_PROC, value: "1"}`, `{name: MIN_NUM_PROC, value: "8"}`), 400, "maxWorkers (4) is below minWorkers (8)", false},
 		{"MPIJob name too long", yamlCT, mpijob(strings.Repeat("m", 50)), 400, "does not make a valid job name", false},
+		{"template GPUs disagree with gpusPerWorker", yamlCT, tj("kmis", "  epochs: 3", "  epochs: 3\n  gpusPerWorker: 4", workerImage, workerImage+twoGPUs), 400,
+			"spec.gpusPerWorker is 4 but spec.template.mpiJob.worker.spec asks for 2 nvidia.com/gpu per worker", false},
+		{"worker asks for no GPU", yamlCT, tj("kzero", workerImage, workerImage+"            resources: {limits: {nvidia.com/gpu: 0}}\n"), 400,
+			"asks for 0 nvidia.com/gpu: a worker needs at least one GPU", false},
+		{"gpusPerWorker too large", yamlCT, tj("kbig", "  epochs: 3", "  epochs: 3\n  gpusPerWorker: 2000"), 400, "spec.gpusPerWorker is 2000", false},
+		{"negative gpusPerWorker", yamlCT, tj("kneg", "  epochs: 3", "  epochs: 3\n  gpusPerWorker: -1"), 400, "spec.gpusPerWorker is -1", false},
 		{"YAML alias bomb", yamlCT, billionLaughs, 400, "excessive aliasing", false},
 		{"deeply nested JSON", jsonCT, strings.Repeat("[", 100000) + strings.Repeat("]", 100000), 400, "exceeded max depth", false},
 		{"plain text content type", "text/plain", tj("text"), 415, `Content-Type "text/plain" is not accepted`, false},

@@ -23,7 +23,7 @@ import (
 
 // phases are the values of the status filter.
 var phases = []v1alpha1.Phase{
-	v1alpha1.PhaseSubmitted, v1alpha1.PhaseWaiting, v1alpha1.PhaseRunning,
+	v1alpha1.PhaseSubmitted, v1alpha1.PhaseWaiting, v1alpha1.PhaseStarting, v1alpha1.PhaseRunning,
 	v1alpha1.PhaseCompleted, v1alpha1.PhaseFailed, v1alpha1.PhaseCanceled,
 }
 

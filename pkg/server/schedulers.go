@@ -94,8 +94,8 @@ func (s *Server) schedulers(ctx context.Context) (map[string]rest.Scheduler, err
 		sc := get(tj.Spec.GPUType)
 		p := phaseOf(tj)
 		sc.Jobs[string(p)]++
-		if p == v1alpha1.PhaseRunning {
-			sc.AllocatedGPUs += int(tj.Status.Workers)
+		if p == v1alpha1.PhaseRunning || p == v1alpha1.PhaseStarting {
+			sc.AllocatedGPUs += int(tj.Status.Workers) * max(int(tj.Status.GPUsPerWorker), 1)
 		}
 		out[tj.Spec.GPUType] = sc
 	}

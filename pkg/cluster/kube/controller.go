@@ -103,6 +103,9 @@ type Controller struct {
 	// disrupted holds jobs restarting after an action (for the metric of
 	// GPU time lost to restarts); guarded by estMu too.
 	disrupted map[api.JobID]disruption
+	// workersSeen is what each running job's reconciler last saw of its
+	// workers, for the status; guarded by estMu too.
+	workersSeen map[api.JobID]seen
 
 	mu        sync.Mutex
 	overrides map[api.GPUType]settings
@@ -145,14 +148,15 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 	}
 	return &Controller{
 		opts: opts, client: c, cache: ca, recorder: r, log: opts.Log,
-		ready:     make(chan struct{}),
-		engines:   map[api.GPUType]*engine{},
-		nodes:     map[string]nodeInfo{},
-		jobTypes:  map[api.JobID]api.GPUType{},
-		reader:    c,
-		est:       estimator.New(),
-		learned:   map[api.JobID]int32{},
-		disrupted: map[api.JobID]disruption{},
+		ready:       make(chan struct{}),
+		engines:     map[api.GPUType]*engine{},
+		nodes:       map[string]nodeInfo{},
+		jobTypes:    map[api.JobID]api.GPUType{},
+		reader:      c,
+		est:         estimator.New(),
+		learned:     map[api.JobID]int32{},
+		disrupted:   map[api.JobID]disruption{},
+		workersSeen: map[api.JobID]seen{},
 	}, nil
 }
 

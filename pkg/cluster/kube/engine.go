@@ -103,6 +103,7 @@ func (e *engine) Apply(ctx context.Context, a api.Action) error {
 	if !ok {
 		return fmt.Errorf("job %s is not known", a.Job)
 	}
+	e.c.forgetWorkers(a.Job)
 	if err := e.persist(ctx, j, true); err != nil {
 		return err
 	}
@@ -169,6 +170,7 @@ func (e *engine) persistAll(ctx context.Context, en *scheduler.Engine) {
 func (e *engine) persist(ctx context.Context, j scheduler.Job, force bool) error {
 	now := time.Now()
 	s := statusOf(j, now)
+	e.c.showWorkers(j.ID, j.Spec.K(), &s)
 	if s.Phase == v1alpha1.PhaseWaiting && e.eng.GPUs() == 0 {
 		s.Message = fmt.Sprintf("no schedulable nodes of GPU type %s: label GPU nodes with %s=%s",
 			e.gpuType, v1alpha1.AcceleratorLabel, e.gpuType)

@@ -87,27 +87,10 @@ func slimPod(o any) (any, error) {
 	return slim, nil
 }
 
-// podGPUs is the GPUs a pod holds: the larger of its containers' sum and
-// its largest init container, requests or else limits (extended resources
-// cannot be overcommitted, so they are equal when both are set).
+// podGPUs is the GPUs a pod holds (see v1alpha1.PodGPUs).
 func podGPUs(p *corev1.Pod) int64 {
-	of := func(c corev1.Container) int64 {
-		if q, ok := c.Resources.Requests[v1alpha1.GPUResource]; ok {
-			return q.Value()
-		}
-		if q, ok := c.Resources.Limits[v1alpha1.GPUResource]; ok {
-			return q.Value()
-		}
-		return 0
-	}
-	var sum, init int64
-	for _, c := range p.Spec.Containers {
-		sum += of(c)
-	}
-	for _, c := range p.Spec.InitContainers {
-		init = max(init, of(c))
-	}
-	return max(sum, init)
+	n, _ := v1alpha1.PodGPUs(&p.Spec, v1alpha1.GPUResource)
+	return n
 }
 
 // foreignGPUs is the GPUs other pods hold on a node.

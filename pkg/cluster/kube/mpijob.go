@@ -26,8 +26,9 @@ func newMPIJobObject() *unstructured.Unstructured {
 }
 
 // buildMPIJob returns the MPIJob that runs tj with the given number of
-// workers: the user's template plus Voda's label, the placement gate and one
-// GPU per worker. It has the TrainingJob as controlling owner, so deleting
+// workers: the user's template plus Voda's label, the placement gate and the
+// job's GPUs per worker (one MPI slot each unless the template sets
+// slotsPerWorker). It has the TrainingJob as controlling owner, so deleting
 // the TrainingJob deletes it.
 //
 // With a gang scheduler, both pod templates join the job's PodGroup and the
@@ -42,7 +43,11 @@ func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, env ...corev1.
 	if t == nil {
 		return nil, fmt.Errorf("training job %s/%s has no template.mpiJob", tj.Namespace, tj.Name)
 	}
-	worker := workerTemplate(tj.Name, t.Worker)
+	k, err := tj.Spec.WorkerGPUs()
+	if err != nil {
+		return nil, err
+	}
+	worker := workerTemplate(tj.Name, t.Worker, k)
 	launcher := t.Launcher.DeepCopy()
 	addLabel(&launcher.ObjectMeta, v1alpha1.JobLabel, tj.Name)
 	g.join(worker, tj.Name)
@@ -66,7 +71,7 @@ func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, env ...corev1.
 		return nil, fmt.Errorf("launcher template: %w", err)
 	}
 	spec := map[string]any{
-		"slotsPerWorker":         int64(1),
+		"slotsPerWorker":         int64(k),
 		"launcherCreationPolicy": launcherPolicy,
 		"runPolicy": map[string]any{
 			"suspend":        false,
@@ -99,8 +104,9 @@ func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, env ...corev1.
 }
 
 // workerTemplate adds Voda's label and scheduling gate to the worker pod
-// template, and one GPU to its first container unless it asks for GPUs.
-func workerTemplate(job string, in corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+// template, and k GPUs to its first container unless it asks for GPUs (then
+// it asks for k: see TrainingJobSpec.WorkerGPUs).
+func workerTemplate(job string, in corev1.PodTemplateSpec, k int) *corev1.PodTemplateSpec {
 	t := in.DeepCopy()
 	addLabel(&t.ObjectMeta, v1alpha1.JobLabel, job)
 	gated := false
@@ -110,14 +116,12 @@ func workerTemplate(job string, in corev1.PodTemplateSpec) *corev1.PodTemplateSp
 	if !gated {
 		t.Spec.SchedulingGates = append(t.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: v1alpha1.PlacementGate})
 	}
-	if len(t.Spec.Containers) > 0 {
+	if _, asked := v1alpha1.PodGPUs(&t.Spec, v1alpha1.GPUResource); !asked && len(t.Spec.Containers) > 0 {
 		c := &t.Spec.Containers[0]
-		if _, ok := c.Resources.Limits[v1alpha1.GPUResource]; !ok {
-			if c.Resources.Limits == nil {
-				c.Resources.Limits = corev1.ResourceList{}
-			}
-			c.Resources.Limits[v1alpha1.GPUResource] = resource.MustParse("1")
+		if c.Resources.Limits == nil {
+			c.Resources.Limits = corev1.ResourceList{}
 		}
+		c.Resources.Limits[v1alpha1.GPUResource] = *resource.NewQuantity(int64(k), resource.DecimalSI)
 	}
 	return t
 }

@@ -210,6 +210,11 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 	c.mu.Lock()
 	c.jobTypes[id] = gt
 	c.mu.Unlock()
+	if (tj.Status.Phase == "" || tj.Status.Phase == v1alpha1.PhaseSubmitted) && !c.engineFor(gt).knows(id) {
+		if _, err := tj.Spec.WorkerGPUs(); err != nil {
+			return reconcile.Result{}, c.refuse(ctx, &tj, err)
+		}
+	}
 	e := c.engineFor(gt)
 	if err := e.admit(ctx, &tj); err != nil {
 		return reconcile.Result{}, fmt.Errorf("admit %s: %w", id, err)
@@ -236,7 +241,7 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 		}
 	}
 	switch tj.Status.Phase {
-	case v1alpha1.PhaseRunning:
+	case v1alpha1.PhaseRunning, v1alpha1.PhaseStarting:
 		recheck, err := c.convergeRunning(ctx, &tj, mpi)
 		return reconcile.Result{RequeueAfter: recheck}, err
 	case v1alpha1.PhaseWaiting:
@@ -245,6 +250,25 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// refuse ends a new job whose spec Voda cannot honour (the REST API refuses
+// such a job; kubectl and other clients reach the API server directly): its
+// status says Failed and why, naming the field, and a Warning Event says
+// the same. Nothing is created for it.
+func (c *Controller) refuse(ctx context.Context, tj *v1alpha1.TrainingJob, reason error) error {
+	now := metav1.Now()
+	s := v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseFailed, Message: "refused: " + reason.Error(),
+		SubmitTime: &now, FinishTime: &now, AccountedTime: &now}
+	data, err := statusPatch(s)
+	if err != nil {
+		return err
+	}
+	if err := c.client.Status().Patch(ctx, tj, client.RawPatch(types.MergePatchType, data)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	c.recorder.Event(tj, corev1.EventTypeWarning, "InvalidSpec", s.Message)
+	return nil
 }
 
 // forget tells the engine of a deleted job.
@@ -335,6 +359,7 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 	present := make([]bool, n)
 	var waiting []*corev1.Pod
 	running := 0 // workers running on their node
+	why := map[int]string{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		idx, ok := workerIndex(tj.Name, p.Name)
@@ -354,11 +379,26 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 				return 0, fmt.Errorf("migrate %s: %w", p.Name, err)
 			}
 			present[idx] = false
+			why[idx] = fmt.Sprintf("worker %d is moving to %s", idx, want)
 		} else if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" {
 			running++
+		} else {
+			why[idx] = workerState(idx, p, want, false)
 		}
 	}
+	for idx, ok := range present {
+		if !ok && why[idx] == "" {
+			why[idx] = workerState(idx, nil, "", false)
+		}
+	}
+	for _, p := range waiting {
+		idx, _ := workerIndex(tj.Name, p.Name)
+		why[idx] = workerState(idx, p, c.hostname(placement[idx]), slices.Contains(present, false))
+	}
 	id := jobID(client.ObjectKeyFromObject(tj))
+	if err := c.showRunning(ctx, tj, id, seen{running: running, why: firstReason(why)}); err != nil {
+		return 0, err
+	}
 	if len(waiting) == 0 && !slices.Contains(present, false) && running == int(n) {
 		c.runningAgain(id, api.GPUType(tj.Spec.GPUType), true)
 		return 0, nil
@@ -385,6 +425,22 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 		return again, err
 	}
 	return c.opts.GangTimeout, nil
+}
+
+// showRunning records what a reconciler saw of a job's workers and, when it
+// changed, rewrites the job's status so it says it (Starting or Running).
+func (c *Controller) showRunning(ctx context.Context, tj *v1alpha1.TrainingJob, id api.JobID, s seen) error {
+	if !c.sawWorkers(id, s) {
+		return nil
+	}
+	e := c.engineFor(api.GPUType(tj.Spec.GPUType))
+	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
+		j, ok := en.Job(id)
+		if !ok || j.Phase != api.PhaseRunning {
+			return nil
+		}
+		return e.persist(ctx, j, true)
+	})
 }
 
 // checkGang requeues a job whose gang has not all run for GangTimeout since

@@ -24,9 +24,13 @@ func jobKey(id api.JobID) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: name}
 }
 
-// specOf turns a TrainingJob spec into the engine's job spec.
+// specOf turns a TrainingJob spec into the engine's job spec. A spec whose
+// GPUs per worker are in error (see TrainingJobSpec.WorkerGPUs) is refused
+// before it gets here.
 func specOf(s v1alpha1.TrainingJobSpec) api.JobSpec {
+	k, _ := s.WorkerGPUs()
 	return api.JobSpec{
+		GPUsPerWorker:    k,
 		GPUType:          api.GPUType(s.GPUType),
 		MinWorkers:       int(s.MinWorkers),
 		MaxWorkers:       int(s.MaxWorkers),
@@ -77,10 +81,14 @@ func statusOf(j scheduler.Job, now time.Time) v1alpha1.TrainingJobStatus {
 // the controller was away still counts.
 func recordOf(tj *v1alpha1.TrainingJob, now time.Time) scheduler.Job {
 	s := tj.Status
+	phase := api.Phase(s.Phase)
+	if s.Phase == v1alpha1.PhaseStarting {
+		phase = api.PhaseRunning // the engine does not tell the two apart
+	}
 	j := scheduler.Job{
 		ID:                     jobID(types.NamespacedName{Namespace: tj.Namespace, Name: tj.Name}),
 		Spec:                   specOf(tj.Spec),
-		Phase:                  api.Phase(s.Phase),
+		Phase:                  phase,
 		Workers:                int(s.Workers),
 		Queue:                  int(s.Queue),
 		Submitted:              timeFrom(s.SubmitTime),
@@ -113,8 +121,8 @@ func recordOf(tj *v1alpha1.TrainingJob, now time.Time) scheduler.Job {
 		switch j.Phase {
 		case api.PhaseRunning:
 			j.RunningSeconds += gap
-			j.GPUSeconds += gap * float64(j.Workers)
-			j.SinceStartGPUSeconds += gap * float64(j.Workers)
+			j.GPUSeconds += gap * float64(j.Workers*j.Spec.K())
+			j.SinceStartGPUSeconds += gap * float64(j.Workers*j.Spec.K())
 		case api.PhaseWaiting, api.PhaseSubmitted:
 			j.WaitingSeconds += gap
 			j.WaitingSinceRunSeconds += gap

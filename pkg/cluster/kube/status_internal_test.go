@@ -278,3 +278,114 @@ func TestPodGPUs(t *testing.T) {
 		}
 	}
 }
+
+// A worker of several GPUs: the template's first container gets them, MPI
+// one slot per GPU, and a template that asks for GPUs keeps its own.
+func TestBuildMPIJobWithWorkersOfSeveralGPUs(t *testing.T) {
+	limit := func(u *unstructured.Unstructured) int64 {
+		w, _, _ := unstructured.NestedMap(u.Object, "spec", "mpiReplicaSpecs", "Worker", "template")
+		var tpl corev1.PodTemplateSpec
+		if err := fromUnstructured(w, &tpl); err != nil {
+			t.Fatal(err)
+		}
+		n, _ := v1alpha1.PodGPUs(&tpl.Spec, v1alpha1.GPUResource)
+		return n
+	}
+	tj := testJob()
+	tj.Spec.GPUsPerWorker = 4
+	u, err := buildMPIJob(tj, 2, Gang{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := limit(u); n != 4 {
+		t.Errorf("worker asks for %d GPUs, want 4", n)
+	}
+	if s, _, _ := unstructured.NestedInt64(u.Object, "spec", "slotsPerWorker"); s != 4 {
+		t.Errorf("slotsPerWorker %d, want 4", s)
+	}
+
+	tj = testJob()
+	c := &tj.Spec.Template.MPIJob.Worker.Spec.Containers[0]
+	c.Resources.Limits = corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("2")}
+	if u, err = buildMPIJob(tj, 2, Gang{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := limit(u); n != 2 {
+		t.Errorf("worker asks for %d GPUs, want the template's 2", n)
+	}
+	if k := specOf(tj.Spec).K(); k != 2 {
+		t.Errorf("the engine counts %d GPUs per worker, want 2", k)
+	}
+
+	tj.Spec.GPUsPerWorker = 1
+	if _, err := buildMPIJob(tj, 2, Gang{}); err == nil || !strings.Contains(err.Error(), "spec.gpusPerWorker is 1 but") {
+		t.Errorf("a mismatch built an MPIJob: %v", err)
+	}
+}
+
+// Running means every planned worker runs: until the reconciler has seen
+// them all, the status says Starting, how many run and why the others do
+// not, and the engine still counts the job as running.
+func TestStatusSaysStartingUntilEveryWorkerRuns(t *testing.T) {
+	c := &Controller{workersSeen: map[api.JobID]seen{}}
+	rec := scheduler.Job{ID: "ns/bert", Spec: api.JobSpec{MinWorkers: 1, MaxWorkers: 4, GPUsPerWorker: 2},
+		Phase: api.PhaseRunning, Workers: 2, Nodes: []api.NodeName{"n1", "n2"}, Message: "running: 4 GPUs (2 workers of 2)"}
+	show := func() v1alpha1.TrainingJobStatus {
+		s := statusOf(rec, t0)
+		c.showWorkers(rec.ID, rec.Spec.K(), &s)
+		return s
+	}
+	s := show()
+	if s.Phase != v1alpha1.PhaseStarting || s.RunningWorkers != 0 || s.GPUs != 4 || s.GPUsPerWorker != 2 ||
+		s.Message != "0 of 2 workers running; the workers are being created" {
+		t.Errorf("before any worker was seen: %+v", s)
+	}
+	if !c.sawWorkers(rec.ID, seen{running: 1, why: "worker 1 is Pending: 0/2 nodes are available"}) {
+		t.Error("a new sighting was not reported as a change")
+	}
+	s = show()
+	if s.Phase != v1alpha1.PhaseStarting || s.RunningWorkers != 1 || s.Message != "1 of 2 workers running; worker 1 is Pending: 0/2 nodes are available" {
+		t.Errorf("one of two running: phase %s, %d running, %q", s.Phase, s.RunningWorkers, s.Message)
+	}
+	tj := testJob()
+	tj.Status = s
+	if back := recordOf(tj, t0); back.Phase != api.PhaseRunning {
+		t.Errorf("a Starting status restores as %s, want Running", back.Phase)
+	}
+	c.sawWorkers(rec.ID, seen{running: 2})
+	if s = show(); s.Phase != v1alpha1.PhaseRunning || s.RunningWorkers != 2 || s.Message != rec.Message {
+		t.Errorf("all running: phase %s, %d running, %q", s.Phase, s.RunningWorkers, s.Message)
+	}
+	if c.sawWorkers(rec.ID, seen{running: 2}) {
+		t.Error("the same sighting was reported as a change")
+	}
+	c.forgetWorkers(rec.ID) // an action: the new workers are not seen yet
+	if s = show(); s.Phase != v1alpha1.PhaseStarting {
+		t.Errorf("after an action: phase %s, want Starting", s.Phase)
+	}
+}
+
+func TestWorkerState(t *testing.T) {
+	pending := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}}}}
+	gatedPod := &corev1.Pod{Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: v1alpha1.PlacementGate}}}}
+	creating := &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	running := &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	cases := []struct {
+		pod  *corev1.Pod
+		gang bool
+		want string
+	}{
+		{nil, false, "worker 3 has no pod yet"},
+		{gatedPod, true, "worker 3 waits for the other workers' pods before it is placed (gang)"},
+		{gatedPod, false, "worker 3 is being placed on n2"},
+		{pending, false, "worker 3 is Pending: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu."},
+		{creating, false, "worker 3 is Pending on n1"},
+		{running, false, ""},
+	}
+	for _, c := range cases {
+		if got := workerState(3, c.pod, "n2", c.gang); got != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
+		}
+	}
+}

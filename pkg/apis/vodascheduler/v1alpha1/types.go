@@ -23,7 +23,7 @@ const (
 
 // Phase is where a training job is in its life.
 //
-// +kubebuilder:validation:Enum=Submitted;Waiting;Running;Completed;Failed;Canceled
+// +kubebuilder:validation:Enum=Submitted;Waiting;Starting;Running;Completed;Failed;Canceled
 type Phase string
 
 // The phases of a training job: the engine's (pkg/api), as the API spells
@@ -35,20 +35,27 @@ const (
 	PhaseCompleted = Phase(api.PhaseCompleted)
 	PhaseFailed    = Phase(api.PhaseFailed)
 	PhaseCanceled  = Phase(api.PhaseCanceled)
+	// PhaseStarting is a job that holds GPUs but not all of whose planned
+	// workers run yet (created, being placed, restarting, or stuck): the
+	// message says how many run and why the others do not. The engine
+	// counts it as running; only the status tells the two apart, so that
+	// Running always means every planned worker runs.
+	PhaseStarting Phase = "Starting"
 )
 
 // Final reports whether the phase is one a job never leaves.
 func (p Phase) Final() bool { return api.Phase(p).Final() }
 
 // TrainingJob is an elastic deep-learning training job that Voda schedules:
-// it decides how many workers (one GPU each) the job gets, within the
-// spec's range, and on which nodes they run.
+// it decides how many workers (of spec.gpusPerWorker GPUs each, all on one
+// node) the job gets, within the spec's range, and on which nodes they run.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=tj,categories=voda
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Workers",type=integer,JSONPath=`.status.workers`
+// +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.status.gpus`,description="GPUs held: workers × GPUs per worker"
 // +kubebuilder:printcolumn:name="GPU-Type",type=string,JSONPath=`.spec.gpuType`
 // +kubebuilder:printcolumn:name="Waiting",type=string,JSONPath=`.status.waiting`,description="Time spent waiting for GPUs"
 // +kubebuilder:printcolumn:name="Running",type=string,JSONPath=`.status.running`,description="Time spent running"
@@ -90,6 +97,15 @@ type TrainingJobSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="maxWorkers is immutable"
 	MaxWorkers int32 `json:"maxWorkers"`
+	// GPUsPerWorker is the GPUs each worker holds, all on one node
+	// (torchrun's --nproc-per-node). Unset, it is what the worker template
+	// asks for (its containers' nvidia.com/gpu limits), or 1 if it asks for
+	// none; set, the template must ask for exactly that many or nothing.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1024
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="gpusPerWorker is immutable"
+	GPUsPerWorker int32 `json:"gpusPerWorker,omitempty"`
 	// RequestedWorkers is the size for a rigid run; non-elastic policies give
 	// exactly this many. Unset means minWorkers.
 	// +optional
@@ -135,8 +151,8 @@ type TrainingJobTemplate struct {
 // sets the worker replicas, the scheduling gate and the node of every worker;
 // the launcher starts once all workers run.
 type MPIJobTemplate struct {
-	// SlotsPerWorker is the number of MPI slots per worker; Voda gives a
-	// worker one GPU, so 1 unless the program says otherwise.
+	// SlotsPerWorker is the number of MPI slots per worker: unset, one per
+	// GPU of the worker (the job's GPUs per worker).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	SlotsPerWorker *int32 `json:"slotsPerWorker,omitempty"`
@@ -155,8 +171,9 @@ type MPIJobTemplate struct {
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
 	// Launcher is the pod template of the launcher.
 	Launcher corev1.PodTemplateSpec `json:"launcher"`
-	// Worker is the pod template of every worker; Voda sets one GPU per
-	// worker unless the template asks for GPUs itself.
+	// Worker is the pod template of every worker; Voda sets the job's GPUs
+	// per worker on its first container unless the template asks for GPUs
+	// itself.
 	Worker corev1.PodTemplateSpec `json:"worker"`
 }
 
@@ -169,9 +186,20 @@ type TrainingJobStatus struct {
 	// Message says why the job is where it is, e.g. why it waits.
 	// +optional
 	Message string `json:"message,omitempty"`
-	// Workers is the current allocation.
+	// Workers is the current allocation, in workers.
 	// +optional
 	Workers int32 `json:"workers,omitempty"`
+	// GPUs is the GPUs the allocation holds: workers × GPUs per worker.
+	// +optional
+	GPUs int32 `json:"gpus,omitempty"`
+	// GPUsPerWorker is the GPUs each worker holds, as Voda counts them
+	// (spec.gpusPerWorker, or what the worker template asks for).
+	// +optional
+	GPUsPerWorker int32 `json:"gpusPerWorker,omitempty"`
+	// RunningWorkers is how many of the planned workers run on their
+	// nodes, as last seen. The phase is Running only when all do.
+	// +optional
+	RunningWorkers int32 `json:"runningWorkers,omitempty"`
 	// Placement is the node of every worker, by worker index.
 	// +optional
 	// +listType=atomic
@@ -231,8 +259,8 @@ type TrainingJobStatus struct {
 	// +optional
 	Preemptions int32 `json:"preemptions,omitempty"`
 
-	// RemainingSeconds is the estimated remaining time at one GPU, when
-	// known.
+	// RemainingSeconds is the estimated remaining time at one worker,
+	// when known.
 	// +optional
 	RemainingSeconds *int64 `json:"remainingSeconds,omitempty"`
 	// Progress is what the job reported of its training

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/vodascheduler/voda/pkg/api"
@@ -47,6 +48,9 @@ func (tj *TrainingJob) Validate() error {
 	if len(s.Category) > 253 {
 		errs = append(errs, fmt.Errorf("spec.category is %d characters long, at most 253 allowed", len(s.Category)))
 	}
+	if _, err := s.WorkerGPUs(); err != nil {
+		errs = append(errs, err)
+	}
 	if m := s.Template.MPIJob; m == nil {
 		errs = append(errs, errors.New("spec.template.mpiJob is missing (the only runtime of "+GroupVersion.Version+")"))
 	} else {
@@ -58,4 +62,75 @@ func (tj *TrainingJob) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// PodGPUs is the accelerators of a resource a pod spec asks for: the larger
+// of its containers' sum and its largest init container, requests or else
+// limits (extended resources cannot be overcommitted, so the two are equal
+// when both are set). asked is false when no container names the resource.
+func PodGPUs(spec *corev1.PodSpec, res corev1.ResourceName) (n int64, asked bool) {
+	of := func(c *corev1.Container) int64 {
+		if q, ok := c.Resources.Requests[res]; ok {
+			asked = true
+			return q.Value()
+		}
+		if q, ok := c.Resources.Limits[res]; ok {
+			asked = true
+			return q.Value()
+		}
+		return 0
+	}
+	var sum, init int64
+	for i := range spec.Containers {
+		sum += of(&spec.Containers[i])
+	}
+	for i := range spec.InitContainers {
+		init = max(init, of(&spec.InitContainers[i]))
+	}
+	return max(sum, init), asked
+}
+
+// WorkerGPUs is the GPUs each worker of the job holds, as Voda counts
+// them: spec.gpusPerWorker, else what the worker template asks for, else 1.
+// A template that asks for a different number than spec.gpusPerWorker, or
+// for none at all, is an error naming both fields: Voda never counts a
+// worker as holding fewer GPUs than its pod takes.
+func (s *TrainingJobSpec) WorkerGPUs() (int, error) {
+	field, worker := s.Template.workerTemplate()
+	if s.GPUsPerWorker < 0 || s.GPUsPerWorker > api.MaxGPUsPerWorker {
+		return 0, fmt.Errorf("spec.gpusPerWorker is %d, must be between 1 and %d", s.GPUsPerWorker, api.MaxGPUsPerWorker)
+	}
+	if worker == nil {
+		return max(int(s.GPUsPerWorker), 1), nil
+	}
+	asked, ok := PodGPUs(&worker.Spec, GPUResource)
+	switch {
+	case !ok:
+		return max(int(s.GPUsPerWorker), 1), nil
+	case asked < 1:
+		return 0, fmt.Errorf("%s.spec asks for %d %s: a worker needs at least one GPU (remove the resource and set spec.gpusPerWorker, or ask for 1 or more)", field, asked, GPUResource)
+	case asked > api.MaxGPUsPerWorker:
+		return 0, fmt.Errorf("%s.spec asks for %d %s per worker, more than %d", field, asked, GPUResource, api.MaxGPUsPerWorker)
+	case s.GPUsPerWorker != 0 && int64(s.GPUsPerWorker) != asked:
+		return 0, fmt.Errorf("spec.gpusPerWorker is %d but %s.spec asks for %d %s per worker: make them equal, or leave one out", s.GPUsPerWorker, field, asked, GPUResource)
+	}
+	return int(asked), nil
+}
+
+// workerTemplate returns the worker pod template of the job's runtime and
+// the path that names it, nil if there is none.
+func (t *TrainingJobTemplate) workerTemplate() (string, *corev1.PodTemplateSpec) {
+	if t.MPIJob != nil {
+		return "spec.template.mpiJob.worker", &t.MPIJob.Worker
+	}
+	return "", nil
+}
+
+// Runtime names the job's runtime: "MPIJob" (Kubeflow mpi-operator, elastic
+// Horovod), or "" when the template sets none.
+func (t *TrainingJobTemplate) Runtime() string {
+	if t.MPIJob != nil {
+		return "MPIJob"
+	}
+	return ""
 }

@@ -8,9 +8,13 @@ remaining-time-driven policies decide with.
 
 Standard library only. Call from one process of the job (rank 0):
 
-    from voda_progress import report
-    report(epoch=epoch + 1, epoch_seconds=elapsed, workers=hvd.size(),
+    from voda_progress import report, workers_of
+    report(epoch=epoch + 1, epoch_seconds=elapsed, workers=workers_of(hvd.size()),
            local_batch=batch, global_batch=batch * hvd.size())
+
+workers counts Voda's workers (pods), not processes: a worker of k GPUs runs
+k processes (torchrun's --nproc-per-node, MPI's slots per worker), and Voda
+puts k into VODA_GPUS_PER_WORKER; workers_of(world_size) divides by it.
 
 or use VodaProgress (Keras) or ProgressReporter (any loop, PyTorch).
 Without the environment variables every call does nothing, so the same
@@ -29,6 +33,17 @@ import urllib.request
 
 URL_ENV = "VODA_PROGRESS_URL"
 TOKEN_ENV = "VODA_PROGRESS_TOKEN"
+GPUS_PER_WORKER_ENV = "VODA_GPUS_PER_WORKER"
+
+
+def workers_of(processes):
+    """Voda's workers (pods) running the given number of processes (ranks,
+    world size): processes / the GPUs per worker Voda set, at least 1."""
+    try:
+        k = max(int(os.environ.get(GPUS_PER_WORKER_ENV, "1")), 1)
+    except ValueError:
+        k = 1
+    return max(int(processes) // k, 1)
 
 
 def report(epoch, workers, epoch_seconds=None, step_seconds=None, steps=None,
@@ -80,8 +95,9 @@ try:  # Keras, when TensorFlow is installed.
 
     class VodaProgress(_tf.keras.callbacks.Callback):
         """Keras callback: reports every epoch. workers is a function
-        returning the current number of workers (e.g. hvd.size), so that it
-        stays right across elastic resizes."""
+        returning the current number of processes (e.g. hvd.size), turned
+        into workers with workers_of, so that it stays right across elastic
+        resizes."""
 
         def __init__(self, workers, local_batch=None):
             super().__init__()
@@ -94,7 +110,7 @@ try:  # Keras, when TensorFlow is installed.
         def on_epoch_end(self, epoch, logs=None):
             n = self._workers()
             gb = self._local_batch * n if self._local_batch else None
-            self._timer.end(epoch + 1, n, local_batch=self._local_batch, global_batch=gb,
+            self._timer.end(epoch + 1, workers_of(n), local_batch=self._local_batch, global_batch=gb,
                             steps=self.params.get("steps") if self.params else None)
 except ImportError:
     pass

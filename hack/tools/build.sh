@@ -65,6 +65,7 @@ kwok_ver=$(version kwok sigs.k8s.io/kwok)
 mpi_ver=$(version mpi-operator github.com/kubeflow/mpi-operator)
 helm_ver=$(version helm helm.sh/helm/v3)
 sp_ver=$(version scheduler-plugins sigs.k8s.io/scheduler-plugins)
+to_ver=$(version training-operator github.com/kubeflow/training-operator)
 
 # Kubernetes stamps its version at link time; without it the servers report v0.0.0.
 k8s_minor=$(echo "$k8s_ver" | cut -d. -f2)
@@ -84,6 +85,7 @@ build k8s "$k8s_ver" "$k8s_ldflags" \
 	k8s.io/kubernetes/cmd/kubectl
 build kwok "$kwok_ver" "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_ver#v}" sigs.k8s.io/kwok/cmd/kwok
 build mpi-operator "$mpi_ver" "" github.com/kubeflow/mpi-operator/cmd/mpi-operator
+build training-operator "$to_ver" "" github.com/kubeflow/training-operator/cmd/training-operator.v1
 build helm "$helm_ver" "-X helm.sh/helm/v3/internal/version.version=$helm_ver" helm.sh/helm/v3/cmd/helm
 build scheduler-plugins "$sp_ver" "" sigs.k8s.io/scheduler-plugins/cmd/scheduler sigs.k8s.io/scheduler-plugins/cmd/controller
 
@@ -94,6 +96,15 @@ if [ ! -f "$crd" ]; then
 	mkdir -p "$(dirname "$crd")"
 	cp "$moddir/manifests/base/kubeflow.org_mpijobs.yaml" "$crd"
 	chmod 0644 "$crd"
+fi
+
+# The PyTorchJob CRD, from the training-operator's pinned module.
+tocrd="$cache/training-operator-$to_ver/crd/kubeflow.org_pytorchjobs.yaml"
+if [ ! -f "$tocrd" ]; then
+	moddir=$(cd "$here/training-operator" && "$go" list -m -f '{{.Dir}}' github.com/kubeflow/training-operator)
+	mkdir -p "$(dirname "$tocrd")"
+	cp "$moddir/manifests/base/crds/kubeflow.org_pytorchjobs.yaml" "$tocrd"
+	chmod 0644 "$tocrd"
 fi
 
 # The PodGroup CRD of coscheduling, from the same pinned module.
@@ -118,4 +129,6 @@ ln -sfn "../scheduler-plugins-$sp_ver/bin/scheduler" "$cache/bin/scheduler-plugi
 ln -sfn "../scheduler-plugins-$sp_ver/bin/controller" "$cache/bin/scheduler-plugins-controller"
 ln -sfn "../scheduler-plugins-$sp_ver/crd/scheduling.x-k8s.io_podgroups.yaml" "$cache/bin/scheduling.x-k8s.io_podgroups.yaml"
 ln -sfn "../mpi-operator-$mpi_ver/crd/kubeflow.org_mpijobs.yaml" "$cache/bin/kubeflow.org_mpijobs.yaml"
+ln -sfn "../training-operator-$to_ver/bin/training-operator.v1" "$cache/bin/training-operator"
+ln -sfn "../training-operator-$to_ver/crd/kubeflow.org_pytorchjobs.yaml" "$cache/bin/kubeflow.org_pytorchjobs.yaml"
 echo "tools: ready in $cache/bin"

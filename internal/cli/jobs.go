@@ -49,13 +49,18 @@ func newCreateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create -f FILE",
 		Short: "Submit a training job",
-		Long: `Submit a training job: a TrainingJob (vodascheduler.io/v1alpha1), or an MPIJob
+		Long: `Submit a training job: a TrainingJob (vodascheduler.io/v1alpha1); an MPIJob
 in the original Voda format, whose launcher environment (NUM_PROC, MIN_NUM_PROC,
 MAX_NUM_PROC, EPOCHS, JOB_PRIORITY) and worker nodeSelector
-vodascheduler/accelerator become the job's scheduling fields. Such a job is
-named NAME-YYYYMMDD-HHMMSS. The file is YAML or JSON; - reads standard input.
+vodascheduler/accelerator become the job's scheduling fields (such a job is
+named NAME-YYYYMMDD-HHMMSS); or a Kubeflow PyTorchJob (kubeflow.org/v1) with an
+elastic policy, whose minReplicas–maxReplicas become the worker range,
+Worker.replicas the requested size and nprocPerNode the GPUs per worker (it
+keeps its name). The file is YAML or JSON; - reads standard input.
 ` + clientHelp,
 		Example: `  voda create -f examples/mnist-trainingjob.yaml
+  voda create -f examples/pytorch/elastic-ddp-trainingjob.yaml
+  voda create -f examples/pytorch/elastic-ddp-pytorchjob.yaml
   voda create -f examples/original/tensorflow2-keras-mnist-elastic.yaml`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -96,8 +101,8 @@ func newDeleteCmd() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
 		Use:   "delete NAME...",
-		Short: "Delete training jobs (their MPIJobs and pods go too)",
-		Long:  "Delete every named training job. Its MPIJob and pods are deleted with it.\n" + clientHelp,
+		Short: "Delete training jobs (their MPIJobs or PyTorchJobs and pods go too)",
+		Long:  "Delete every named training job. Its MPIJob or PyTorchJob and pods are deleted with it.\n" + clientHelp,
 		Args:  usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, names []string) error {
 			c, err := cf.client()

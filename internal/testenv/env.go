@@ -26,8 +26,13 @@ type Options struct {
 	Dir string
 	// BinDir holds the binaries; empty means BinDir().
 	BinDir string
-	// NoMPIOperator skips the MPIJob CRD and mpi-operator.
+	// NoMPIOperator skips the MPIJob CRD and mpi-operator, and the
+	// PyTorchJob CRD and training-operator too (they take turns on a
+	// machine together).
 	NoMPIOperator bool
+	// NoTrainingOperator skips only the PyTorchJob CRD and the
+	// training-operator.
+	NoTrainingOperator bool
 	// Logf, if set, receives progress lines.
 	Logf func(format string, args ...any)
 }
@@ -136,6 +141,11 @@ func (e *Env) startControllers(ctx context.Context, kcmPort, schedPort int) erro
 			return err
 		}
 	}
+	if e.trainingOperator() {
+		if err := e.applyPyTorchJobCRD(ctx); err != nil {
+			return err
+		}
+	}
 	if err := e.ApplyCRDs(ctx, crds.TrainingJob); err != nil {
 		return err
 	}
@@ -155,11 +165,19 @@ func (e *Env) startControllers(ctx context.Context, kcmPort, schedPort int) erro
 			return err
 		}
 	}
+	if e.trainingOperator() {
+		if err := e.startTrainingOperator(ctx); err != nil {
+			return err
+		}
+	}
 	if dead, err := kwok.exited(); dead {
 		return fmt.Errorf("%w\n%s", err, kwok.tail(30))
 	}
 	return nil
 }
+
+// trainingOperator reports whether the environment runs the training-operator.
+func (e *Env) trainingOperator() bool { return !e.opts.NoMPIOperator && !e.opts.NoTrainingOperator }
 
 // Stop ends every process the environment started, newest first, by PID:
 // SIGTERM, then SIGKILL after a grace period. It is safe to call more than once.

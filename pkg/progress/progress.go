@@ -35,6 +35,10 @@ import (
 const (
 	EnvURL   = "VODA_PROGRESS_URL"
 	EnvToken = "VODA_PROGRESS_TOKEN"
+	// EnvGPUsPerWorker holds the job's GPUs per worker, in every pod Voda
+	// starts: a script that knows its ranks (processes) reports
+	// ranks / EnvGPUsPerWorker workers.
+	EnvGPUsPerWorker = "VODA_GPUS_PER_WORKER"
 )
 
 // KeySecret is the Secret (in the controller's settings namespace) that

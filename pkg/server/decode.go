@@ -52,9 +52,10 @@ var jobMediaTypes = map[string]bool{
 	"text/x-yaml":        true,
 }
 
-// DecodeJob reads the body of POST /api/v1/jobs: a TrainingJob, or a job in
+// DecodeJob reads the body of POST /api/v1/jobs: a TrainingJob, a job in
 // the original Voda's MPIJob format (converted with pkg/compat, named with
-// the time now). The job is validated; every error says what to change.
+// the time now), or a Kubeflow PyTorchJob with an elastic policy (converted
+// with pkg/compat, keeping its name). The job is validated; every error says what to change.
 func DecodeJob(body []byte, contentType string, now time.Time) (*v1alpha1.TrainingJob, error) {
 	mt := ""
 	if contentType != "" {
@@ -99,6 +100,10 @@ func DecodeJob(body []byte, contentType string, now time.Time) (*v1alpha1.Traini
 		if tj, err = compat.FromMPIJob(docs[0], now); err != nil {
 			return nil, errorf(http.StatusBadRequest, "%v", err)
 		}
+	case head.Kind == "PyTorchJob":
+		if tj, err = compat.FromPyTorchJob(docs[0]); err != nil {
+			return nil, errorf(http.StatusBadRequest, "%v", err)
+		}
 	case head.Kind == "TrainingJob":
 		tj = &v1alpha1.TrainingJob{}
 		if err := yaml.UnmarshalStrict(docs[0], tj); err != nil {
@@ -108,9 +113,9 @@ func DecodeJob(body []byte, contentType string, now time.Time) (*v1alpha1.Traini
 			return nil, errorf(http.StatusBadRequest, "status is set: Voda writes a job's status, remove it")
 		}
 	case head.Kind == "":
-		return nil, errorf(http.StatusBadRequest, "kind is missing: send a TrainingJob (%s) or an MPIJob in the original Voda format (kubeflow.org)", v1alpha1.GroupVersion)
+		return nil, errorf(http.StatusBadRequest, "kind is missing: send a TrainingJob (%s), an MPIJob in the original Voda format or an elastic PyTorchJob (kubeflow.org)", v1alpha1.GroupVersion)
 	default:
-		return nil, errorf(http.StatusBadRequest, "kind %q is not accepted: send a TrainingJob (%s) or an MPIJob in the original Voda format (kubeflow.org)", head.Kind, v1alpha1.GroupVersion)
+		return nil, errorf(http.StatusBadRequest, "kind %q is not accepted: send a TrainingJob (%s), an MPIJob in the original Voda format or an elastic PyTorchJob (kubeflow.org)", head.Kind, v1alpha1.GroupVersion)
 	}
 	if err := tj.Validate(); err != nil {
 		return nil, errorf(http.StatusBadRequest, "%s", strings.ReplaceAll(err.Error(), "\n", "; "))

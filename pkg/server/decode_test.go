@@ -53,6 +53,8 @@ func TestDecodeJobAccepts(t *testing.T) {
 		{"no content type", "", tj("plain"), "plain", [3]int32{1, 4, 2}},
 		{"leading comment document", "text/yaml", "# a job\n---\n" + tj("commented"), "commented", [3]int32{1, 4, 2}},
 		{"original MPIJob", "application/x-yaml", mpijob("mnist"), "mnist-20261123-140509", [3]int32{1, 4, 2}},
+		{"TrainingJob of the PyTorch runtime", "application/yaml", ptj("ddp"), "ddp", [3]int32{1, 4, 0}},
+		{"elastic PyTorchJob", "application/yaml", pytorchjob("ddp"), "ddp", [3]int32{1, 4, 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,6 +81,8 @@ func TestDecodeJobAccepts(t *testing.T) {
 func FuzzDecodeJob(f *testing.F) {
 	f.Add([]byte(tj("seed")), "application/yaml")
 	f.Add([]byte(mpijob("seed")), "")
+	f.Add([]byte(ptj("seed")), "application/yaml")
+	f.Add([]byte(pytorchjob("seed")), "application/yaml")
 	f.Add([]byte(`{"kind":"TrainingJob","spec":{"minWorkers":1}}`), "application/json")
 	for _, c := range badInputs() {
 		if len(c.body) < 4096 {

@@ -42,6 +42,45 @@ const (
 	twoGPUs     = "            resources: {limits: {nvidia.com/gpu: 2}}\n"
 )
 
+// validPTJ is a TrainingJob of the PyTorch runtime the server accepts.
+const validPTJ = `apiVersion: vodascheduler.io/v1alpha1
+kind: TrainingJob
+metadata:
+  name: NAME
+spec:
+  gpuType: api-gpu
+  minWorkers: 1
+  maxWorkers: 4
+  gpusPerWorker: 2
+  template:
+    pytorchJob:
+      worker:
+        spec:
+          containers:
+          - name: pytorch
+            image: busybox
+`
+
+// validPyTorchJob is a plain Kubeflow PyTorchJob with an elastic policy.
+const validPyTorchJob = `apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: NAME
+spec:
+  elasticPolicy: {rdzvBackend: c10d, minReplicas: 1, maxReplicas: 4}
+  nprocPerNode: "2"
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          nodeSelector:
+            vodascheduler/accelerator: api-gpu
+          containers:
+          - name: pytorch
+            image: busybox
+`
+
 // validMPIJob is a job in the original Voda's format.
 const validMPIJob = `apiVersion: kubeflow.org/v1
 kind: MPIJob
@@ -72,6 +111,10 @@ spec:
 
 func tj(name string, edits ...string) string     { return edit(validTJ, name, edits...) }
 func mpijob(name string, edits ...string) string { return edit(validMPIJob, name, edits...) }
+func ptj(name string, edits ...string) string    { return edit(validPTJ, name, edits...) }
+func pytorchjob(name string, edits ...string) string {
+	return edit(validPyTorchJob, name, edits...)
+}
 
 // edit names a template and applies old, new replacement pairs, each of
 // which must match.
@@ -145,7 +188,7 @@ func badInputs() []badInput {
 		{"name not a DNS label", yamlCT, tj("My_Job"), 400, `metadata.name "My_Job"`, false},
 		{"status set", yamlCT, tj("status") + "status:\n  phase: Running\n", 400, "status is set", false},
 		{"no template", yamlCT, tj("notmpl", "  template:\n", "  templat:\n"), 400, `unknown field "templat"`, false},
-		{"no runtime", yamlCT, strings.SplitAfter(tj("norun"), "  template:\n")[0] + "    {}\n", 400, "spec.template.mpiJob is missing", false},
+		{"no runtime", yamlCT, strings.SplitAfter(tj("norun"), "  template:\n")[0] + "    {}\n", 400, "spec.template sets no runtime", false},
 		{"launcher without containers", yamlCT, tj("nolaunch", "          containers:\n          - name: launcher\n            image: busybox\n", "          containers: []\n"), 400, "launcher has no container", false},
 		{"MPIJob negative NUM_PROC", yamlCT, mpijob("neg", `{name: NUM_PROC, value: "2"}`, `{name: NUM_PROC, value: "-1"}`), 400, `NUM_PROC="-1": want a whole number`, false},
 		{"MPIJob non-integer MIN_NUM_PROC", yamlCT, mpijob("abc", `value: "1"}`, `value: "abc"}`), 400, `MIN_NUM_PROC="abc"`, false},
@@ -159,6 +202,16 @@ func badInputs() []badInput {
 			"asks for 0 nvidia.com/gpu: a worker needs at least one GPU", false},
 		{"gpusPerWorker too large", yamlCT, tj("kbig", "  epochs: 3", "  epochs: 3\n  gpusPerWorker: 2000"), 400, "spec.gpusPerWorker is 2000", false},
 		{"negative gpusPerWorker", yamlCT, tj("kneg", "  epochs: 3", "  epochs: 3\n  gpusPerWorker: -1"), 400, "spec.gpusPerWorker is -1", false},
+		{"both runtimes", yamlCT, ptj("both", "    pytorchJob:\n", "    mpiJob:\n      launcher: {spec: {containers: [{name: l, image: i}]}}\n      worker: {spec: {containers: [{name: w, image: i}]}}\n    pytorchJob:\n"), 400,
+			"spec.template sets both mpiJob and pytorchJob", false},
+		{"PyTorch worker without a pytorch container", yamlCT, ptj("noname", "          - name: pytorch\n", "          - name: trainer\n"), 400,
+			`has no container named "pytorch"`, false},
+		{"PyTorchJob not elastic", yamlCT, pytorchjob("rigid", "  elasticPolicy: {rdzvBackend: c10d, minReplicas: 1, maxReplicas: 4}\n", ""), 400,
+			"spec.elasticPolicy.minReplicas and maxReplicas are required", false},
+		{"PyTorchJob with an autoscaler", yamlCT, pytorchjob("hpa", "maxReplicas: 4}", "maxReplicas: 4, metrics: [{type: Resource}]}"), 400,
+			"spec.elasticPolicy.metrics: Voda decides the workers", false},
+		{"PyTorchJob with a Master", yamlCT, pytorchjob("master", "    Worker:\n", "    Master: {template: {spec: {containers: [{name: pytorch, image: i}]}}}\n    Worker:\n"), 400,
+			"spec.pytorchReplicaSpecs.Master", false},
 		{"YAML alias bomb", yamlCT, billionLaughs, 400, "excessive aliasing", false},
 		{"deeply nested JSON", jsonCT, strings.Repeat("[", 100000) + strings.Repeat("]", 100000), 400, "exceeded max depth", false},
 		{"plain text content type", "text/plain", tj("text"), 415, `Content-Type "text/plain" is not accepted`, false},

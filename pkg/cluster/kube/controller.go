@@ -106,6 +106,9 @@ type Controller struct {
 	// workersSeen is what each running job's reconciler last saw of its
 	// workers, for the status; guarded by estMu too.
 	workersSeen map[api.JobID]seen
+	// installed holds the runtimes whose kind the API server serves, by
+	// kind; filled by Setup.
+	installed map[string]bool
 
 	mu        sync.Mutex
 	overrides map[api.GPUType]settings
@@ -157,6 +160,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		learned:     map[api.JobID]int32{},
 		disrupted:   map[api.JobID]disruption{},
 		workersSeen: map[api.JobID]seen{},
+		installed:   map[string]bool{},
 	}, nil
 }
 

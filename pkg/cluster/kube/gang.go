@@ -130,16 +130,12 @@ func (g Gang) join(t *corev1.PodTemplateSpec, job string) {
 	addLabel(&t.ObjectMeta, SchedulerPluginsPodGroupLabel, job)
 }
 
-// minMember is the gang size of a job running the given workers: the
-// workers and the launcher, which in a gang starts with them.
-func minMember(workers int32) int64 { return int64(workers) + 1 }
-
 // podGroup returns the PodGroup of tj running the given workers, owned by
 // the TrainingJob.
-func (g Gang) podGroup(tj *v1alpha1.TrainingJob, workers int32) (*unstructured.Unstructured, error) {
+func (g Gang) podGroup(tj *v1alpha1.TrainingJob, members int64) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	if g.Scheduler == GangVolcano {
-		pg := &volcano.PodGroup{Spec: volcano.PodGroupSpec{MinMember: int32(minMember(workers)), Queue: g.Queue}}
+		pg := &volcano.PodGroup{Spec: volcano.PodGroupSpec{MinMember: int32(members), Queue: g.Queue}}
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pg)
 		if err != nil {
 			return nil, err
@@ -147,7 +143,7 @@ func (g Gang) podGroup(tj *v1alpha1.TrainingJob, workers int32) (*unstructured.U
 		delete(m, "status") // the scheduler's to write
 		u.Object = m
 	} else {
-		u.Object = map[string]any{"spec": map[string]any{"minMember": minMember(workers)}}
+		u.Object = map[string]any{"spec": map[string]any{"minMember": members}}
 	}
 	u.SetGroupVersionKind(g.gvk())
 	u.SetNamespace(tj.Namespace)
@@ -157,17 +153,18 @@ func (g Gang) podGroup(tj *v1alpha1.TrainingJob, workers int32) (*unstructured.U
 	return u, nil
 }
 
-// ensurePodGroup makes the job's PodGroup ask for the given workers and the
-// launcher. Called before the MPIJob is created or resized, so the gang
+// ensurePodGroup makes the job's PodGroup ask for the given members: the
+// workers and the pods that start with them (an MPIJob's launcher; see
+// workload.minMember). Called before the child is created or resized, so the gang
 // scheduler never sees more or fewer pods than the group expects for
 // longer than the operator takes to follow. It returns the PodGroup (nil
 // without a gang scheduler).
-func (c *Controller) ensurePodGroup(ctx context.Context, tj *v1alpha1.TrainingJob, workers int32) (*unstructured.Unstructured, error) {
+func (c *Controller) ensurePodGroup(ctx context.Context, tj *v1alpha1.TrainingJob, members int64) (*unstructured.Unstructured, error) {
 	g := c.opts.Gang
 	if !g.enabled() {
 		return nil, nil
 	}
-	want, err := g.podGroup(tj, workers)
+	want, err := g.podGroup(tj, members)
 	if err != nil {
 		return nil, err
 	}
@@ -186,10 +183,10 @@ func (c *Controller) ensurePodGroup(ctx context.Context, tj *v1alpha1.TrainingJo
 	if ref := metav1.GetControllerOf(have); ref == nil || ref.UID != tj.UID {
 		return nil, fmt.Errorf("PodGroup %s/%s exists and does not belong to this TrainingJob; delete it or rename the job", have.GetNamespace(), have.GetName())
 	}
-	if m, _, _ := unstructured.NestedInt64(have.Object, "spec", "minMember"); m == minMember(workers) {
+	if m, _, _ := unstructured.NestedInt64(have.Object, "spec", "minMember"); m == members {
 		return have, nil
 	}
-	patch := fmt.Appendf(nil, `{"spec":{"minMember":%d}}`, minMember(workers))
+	patch := fmt.Appendf(nil, `{"spec":{"minMember":%d}}`, members)
 	if err := c.client.Patch(ctx, have, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return nil, fmt.Errorf("set minMember of PodGroup %s: %w", have.GetName(), err)
 	}

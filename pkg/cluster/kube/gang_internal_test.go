@@ -100,12 +100,12 @@ func TestBuildMPIJobVolcano(t *testing.T) {
 	}
 }
 
-// The PodGroups: minMember is the workers plus the launcher; the group
-// belongs to the TrainingJob.
+// The PodGroups: minMember is the workers plus the launcher of an MPIJob;
+// the group belongs to the TrainingJob.
 func TestPodGroup(t *testing.T) {
 	tj := testJob()
 	sp, _ := Gang{Scheduler: GangSchedulerPlugins}.Resolve()
-	u, err := sp.podGroup(tj, 3)
+	u, err := sp.podGroup(tj, mpiRuntime.minMember(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestPodGroup(t *testing.T) {
 	}
 
 	vc, _ := Gang{Scheduler: GangVolcano, Queue: "research"}.Resolve()
-	u, err = vc.podGroup(tj, 2)
+	u, err = vc.podGroup(tj, mpiRuntime.minMember(2))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func testInvalidJobs(t *testing.T, k *cluster) {
 		{"zero min", func(tj *v1alpha1.TrainingJob) { tj.Spec.MinWorkers = 0 }, "spec.minWorkers: Invalid value: 0: spec.minWorkers in body should be greater than or equal to 1"},
 		{"requested outside range", func(tj *v1alpha1.TrainingJob) { tj.Spec.RequestedWorkers = 9 }, "requestedWorkers must lie within [minWorkers, maxWorkers]"},
 		{"no GPU type", func(tj *v1alpha1.TrainingJob) { tj.Spec.GPUType = "" }, "spec.gpuType"},
-		{"no template", func(tj *v1alpha1.TrainingJob) { tj.Spec.Template.MPIJob = nil }, "template.mpiJob is required"},
+		{"no template", func(tj *v1alpha1.TrainingJob) { tj.Spec.Template.MPIJob = nil }, "set exactly one of template.mpiJob and template.pytorchJob"},
 		{"negative priority", func(tj *v1alpha1.TrainingJob) { tj.Spec.Priority = -1 }, "spec.priority"},
 	}
 	for _, c := range cases {

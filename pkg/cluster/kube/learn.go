@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,14 @@ import (
 
 // progressEnv is what a job's pods need to report their progress: the URL
 // and the job's token. Empty without a progress URL.
+// childEnv is the environment every container of a job's pods gets: the
+// GPUs per worker (for scripts that turn ranks into workers) and, when
+// progress reports are on, where and how to report.
+func (c *Controller) childEnv(tj *v1alpha1.TrainingJob) []corev1.EnvVar {
+	k, _ := tj.Spec.WorkerGPUs()
+	return append([]corev1.EnvVar{{Name: progress.EnvGPUsPerWorker, Value: strconv.Itoa(k)}}, c.progressEnv(tj)...)
+}
+
 func (c *Controller) progressEnv(tj *v1alpha1.TrainingJob) []corev1.EnvVar {
 	if c.opts.ProgressURL == "" || c.progressKey == nil {
 		return nil

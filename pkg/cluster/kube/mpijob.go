@@ -18,13 +18,6 @@ import (
 // MPIJobGVK is the Kubeflow MPIJob kind Voda creates for a TrainingJob.
 var MPIJobGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v2beta1", Kind: "MPIJob"}
 
-// newMPIJobObject returns an empty MPIJob for the client to fill.
-func newMPIJobObject() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(MPIJobGVK)
-	return u
-}
-
 // buildMPIJob returns the MPIJob that runs tj with the given number of
 // workers: the user's template plus Voda's label, the placement gate and the
 // job's GPUs per worker (one MPI slot each unless the template sets
@@ -47,7 +40,7 @@ func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, env ...corev1.
 	if err != nil {
 		return nil, err
 	}
-	worker := workerTemplate(tj.Name, t.Worker, k)
+	worker := workerTemplate(tj.Name, t.Worker, k, "")
 	launcher := t.Launcher.DeepCopy()
 	addLabel(&launcher.ObjectMeta, v1alpha1.JobLabel, tj.Name)
 	g.join(worker, tj.Name)
@@ -94,7 +87,8 @@ func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, env ...corev1.
 	if t.BackoffLimit != nil {
 		spec["runPolicy"].(map[string]any)["backoffLimit"] = int64(*t.BackoffLimit)
 	}
-	u := newMPIJobObject()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(MPIJobGVK)
 	u.SetName(tj.Name)
 	u.SetNamespace(tj.Namespace)
 	u.SetLabels(map[string]string{v1alpha1.JobLabel: tj.Name})
@@ -104,9 +98,10 @@ func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, env ...corev1.
 }
 
 // workerTemplate adds Voda's label and scheduling gate to the worker pod
-// template, and k GPUs to its first container unless it asks for GPUs (then
-// it asks for k: see TrainingJobSpec.WorkerGPUs).
-func workerTemplate(job string, in corev1.PodTemplateSpec, k int) *corev1.PodTemplateSpec {
+// template, and k GPUs to its container named container (or its first)
+// unless it asks for GPUs (then it asks for k: see
+// TrainingJobSpec.WorkerGPUs).
+func workerTemplate(job string, in corev1.PodTemplateSpec, k int, container string) *corev1.PodTemplateSpec {
 	t := in.DeepCopy()
 	addLabel(&t.ObjectMeta, v1alpha1.JobLabel, job)
 	gated := false
@@ -118,6 +113,11 @@ func workerTemplate(job string, in corev1.PodTemplateSpec, k int) *corev1.PodTem
 	}
 	if _, asked := v1alpha1.PodGPUs(&t.Spec, v1alpha1.GPUResource); !asked && len(t.Spec.Containers) > 0 {
 		c := &t.Spec.Containers[0]
+		for i := range t.Spec.Containers {
+			if t.Spec.Containers[i].Name == container {
+				c = &t.Spec.Containers[i]
+			}
+		}
 		if c.Resources.Limits == nil {
 			c.Resources.Limits = corev1.ResourceList{}
 		}
@@ -131,38 +131,6 @@ func addLabel(m *metav1.ObjectMeta, k, v string) {
 		m.Labels = map[string]string{}
 	}
 	m.Labels[k] = v
-}
-
-// mpiState is what Voda reads back from an MPIJob.
-type mpiState struct {
-	replicas  int32
-	suspended bool
-	// succeeded or failed, with the condition's message.
-	succeeded, failed bool
-	message           string
-}
-
-func readMPIJob(u *unstructured.Unstructured) mpiState {
-	var s mpiState
-	if r, ok, _ := unstructured.NestedInt64(u.Object, "spec", "mpiReplicaSpecs", "Worker", "replicas"); ok {
-		s.replicas = int32(r)
-	}
-	s.suspended, _, _ = unstructured.NestedBool(u.Object, "spec", "runPolicy", "suspend")
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["status"] != string(corev1.ConditionTrue) {
-			continue
-		}
-		msg, _ := m["message"].(string)
-		switch m["type"] {
-		case "Succeeded":
-			s.succeeded, s.message = true, msg
-		case "Failed":
-			s.failed, s.message = true, msg
-		}
-	}
-	return s
 }
 
 // workerIndex returns the worker index of a pod the operator named

@@ -36,11 +36,20 @@ func (c *Controller) Setup(mgr ctrl.Manager) error {
 			return err
 		}
 	}
-	err := ctrl.NewControllerManagedBy(mgr).
+	jobs := ctrl.NewControllerManagedBy(mgr).
 		Named("trainingjob").
-		For(&v1alpha1.TrainingJob{}).
-		Owns(newMPIJobObject()).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToJob)).
+		For(&v1alpha1.TrainingJob{})
+	for _, r := range runtimes {
+		// Only the runtimes whose operator's CRD is installed: watching a
+		// kind the API server does not serve would stop the manager.
+		if _, err := mgr.GetRESTMapper().RESTMapping(r.gvk.GroupKind(), r.gvk.Version); err != nil {
+			c.log.Info("runtime not installed: its jobs are refused", "kind", r.kind, "reason", err.Error())
+			continue
+		}
+		c.installed[r.kind] = true
+		jobs = jobs.Owns(r.object())
+	}
+	err := jobs.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToJob)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(reconcile.Func(c.reconcileJob))
 	if err != nil {
@@ -210,8 +219,12 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 	c.mu.Lock()
 	c.jobTypes[id] = gt
 	c.mu.Unlock()
+	rt, err := runtimeOf(&tj)
+	if err != nil {
+		return reconcile.Result{}, err // the API server's schema refuses such a job
+	}
 	if (tj.Status.Phase == "" || tj.Status.Phase == v1alpha1.PhaseSubmitted) && !c.engineFor(gt).knows(id) {
-		if _, err := tj.Spec.WorkerGPUs(); err != nil {
+		if err := c.admissible(&tj, rt); err != nil {
 			return reconcile.Result{}, c.refuse(ctx, &tj, err)
 		}
 	}
@@ -225,31 +238,42 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 	if err := e.learn(ctx, &tj); err != nil {
 		return reconcile.Result{}, err
 	}
-	mpi := newMPIJobObject()
-	switch err := c.client.Get(ctx, req.NamespacedName, mpi); {
+	child := rt.object()
+	switch err := c.client.Get(ctx, req.NamespacedName, child); {
 	case apierrors.IsNotFound(err):
-		mpi = nil
+		child = nil
 	case err != nil:
 		return reconcile.Result{}, err
 	}
-	if mpi != nil {
-		if ref := metav1.GetControllerOf(mpi); ref == nil || ref.UID != tj.UID {
-			return c.foreignMPIJob(ctx, &tj, mpi, ref)
+	if child != nil {
+		if ref := metav1.GetControllerOf(child); ref == nil || ref.UID != tj.UID {
+			return c.foreignChild(ctx, &tj, child, ref)
 		}
-		if st := readMPIJob(mpi); st.succeeded || st.failed {
+		if st := rt.read(child); st.succeeded || st.failed {
 			return reconcile.Result{}, e.finish(ctx, id, st.failed, st.message)
 		}
 	}
 	switch tj.Status.Phase {
 	case v1alpha1.PhaseRunning, v1alpha1.PhaseStarting:
-		recheck, err := c.convergeRunning(ctx, &tj, mpi)
+		recheck, err := c.convergeRunning(ctx, &tj, rt, child)
 		return reconcile.Result{RequeueAfter: recheck}, err
 	case v1alpha1.PhaseWaiting:
-		if mpi != nil && !readMPIJob(mpi).suspended {
-			return reconcile.Result{}, c.patchMPIJob(ctx, mpi, true, readMPIJob(mpi).replicas)
+		if st := rt.read(child); child != nil && !st.suspended {
+			return reconcile.Result{}, c.patchChild(ctx, rt, child, true, st.replicas)
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// admissible says why a new job cannot be scheduled, if it cannot: its
+// runtime's operator is not installed, or its GPUs per worker are in error.
+func (c *Controller) admissible(tj *v1alpha1.TrainingJob, rt *workload) error {
+	if !c.installed[rt.kind] {
+		return fmt.Errorf("the %s kind (%s) is not installed in this cluster: install its operator (docs/install.md) and restart Voda's controller, or use another runtime",
+			rt.kind, rt.gvk.GroupVersion())
+	}
+	_, err := tj.Spec.WorkerGPUs()
+	return err
 }
 
 // refuse ends a new job whose spec Voda cannot honour (the REST API refuses
@@ -283,15 +307,28 @@ func (c *Controller) forget(ctx context.Context, id api.JobID) error {
 	return c.engineFor(gt).forget(ctx, id)
 }
 
-// deleteOrphan deletes the MPIJob of a deleted TrainingJob at once rather
-// than leaving it to the garbage collector, which may not have discovered
-// the TrainingJob kind yet and would keep the GPUs busy meanwhile.
+// deleteOrphan deletes the child workload of a deleted TrainingJob at once
+// rather than leaving it to the garbage collector, which may not have
+// discovered the TrainingJob kind yet and would keep the GPUs busy
+// meanwhile. The job is gone, so every installed runtime is looked at.
 func (c *Controller) deleteOrphan(ctx context.Context, key types.NamespacedName) error {
-	mpi := newMPIJobObject()
-	if err := c.client.Get(ctx, key, mpi); err != nil {
+	for _, rt := range runtimes {
+		if !c.installed[rt.kind] {
+			continue
+		}
+		if err := c.deleteOrphanOf(ctx, rt, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Controller) deleteOrphanOf(ctx context.Context, rt *workload, key types.NamespacedName) error {
+	child := rt.object()
+	if err := c.client.Get(ctx, key, child); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	ref := metav1.GetControllerOf(mpi)
+	ref := metav1.GetControllerOf(child)
 	if ref == nil || ref.Kind != "TrainingJob" || ref.Name != key.Name {
 		return nil // not ours
 	}
@@ -299,32 +336,32 @@ func (c *Controller) deleteOrphan(ctx context.Context, key types.NamespacedName)
 	if err := c.client.Get(ctx, key, &tj); err == nil && tj.UID == ref.UID && tj.DeletionTimestamp == nil {
 		return nil // its owner still exists
 	}
-	uid := mpi.GetUID()
-	err := c.client.Delete(ctx, mpi, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	uid := child.GetUID()
+	err := c.client.Delete(ctx, child, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	return client.IgnoreNotFound(err)
 }
 
-// foreignMPIJob handles an MPIJob that has the job's name but is not its
-// own: one left by a deleted job of the same name is deleted; any other is
-// a conflict the user must resolve, reported as a Warning Event.
-func (c *Controller) foreignMPIJob(ctx context.Context, tj *v1alpha1.TrainingJob, mpi *unstructured.Unstructured, ref *metav1.OwnerReference) (reconcile.Result, error) {
+// foreignChild handles a child workload that has the job's name but is not
+// its own: one left by a deleted job of the same name is deleted; any other
+// is a conflict the user must resolve, reported as a Warning Event.
+func (c *Controller) foreignChild(ctx context.Context, tj *v1alpha1.TrainingJob, child *unstructured.Unstructured, ref *metav1.OwnerReference) (reconcile.Result, error) {
 	if ref != nil && ref.Kind == "TrainingJob" && ref.Name == tj.Name {
-		uid := mpi.GetUID()
-		err := c.client.Delete(ctx, mpi, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		uid := child.GetUID()
+		err := c.client.Delete(ctx, child, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		return reconcile.Result{RequeueAfter: time.Second}, client.IgnoreNotFound(err)
 	}
-	msg := fmt.Sprintf("MPIJob %s/%s exists and does not belong to this TrainingJob; delete it or rename the job", mpi.GetNamespace(), mpi.GetName())
+	msg := fmt.Sprintf("%s %s/%s exists and does not belong to this TrainingJob; delete it or rename the job", child.GetKind(), child.GetNamespace(), child.GetName())
 	c.event(jobID(client.ObjectKeyFromObject(tj)), corev1.EventTypeWarning, "NameConflict", msg)
 	return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
 }
 
-// convergeRunning makes the MPIJob run the status's allocation and its
-// workers sit on the status's placement.
+// convergeRunning makes the child workload run the status's allocation and
+// its workers sit on the status's placement.
 //
 // It returns when to look again if the gang is not all running yet: a gang
 // still not running GangTimeout after its start, resize or migration gives
 // its GPUs back and is requeued.
-func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJob, mpi *unstructured.Unstructured) (time.Duration, error) {
+func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJob, rt *workload, child *unstructured.Unstructured) (time.Duration, error) {
 	n := tj.Status.Workers
 	placement := tj.Status.Placement
 	if int(n) != len(placement) || n < 1 {
@@ -334,20 +371,20 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 	// deletes workers, so the group never has fewer pods than it needs;
 	// scaling out, it rises before the new workers exist, so they are
 	// bound only with the whole group present.
-	pg, err := c.ensurePodGroup(ctx, tj, n)
+	pg, err := c.ensurePodGroup(ctx, tj, rt.minMember(n))
 	if err != nil {
 		return 0, err
 	}
-	if mpi == nil {
-		u, err := buildMPIJob(tj, n, c.opts.Gang, c.progressEnv(tj)...)
+	if child == nil {
+		u, err := rt.build(tj, n, c.opts.Gang, c.childEnv(tj))
 		if err != nil {
 			return 0, err
 		}
 		if err := c.client.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
-			return 0, fmt.Errorf("create MPIJob: %w", err)
+			return 0, fmt.Errorf("create %s: %w", rt.kind, err)
 		}
-	} else if st := readMPIJob(mpi); st.suspended || st.replicas != n {
-		if err := c.patchMPIJob(ctx, mpi, false, n); err != nil {
+	} else if st := rt.read(child); st.suspended || st.replicas != n {
+		if err := c.patchChild(ctx, rt, child, false, n); err != nil {
 			return 0, err
 		}
 	}
@@ -515,11 +552,14 @@ func (c *Controller) ungate(ctx context.Context, p *corev1.Pod, host string) err
 	return nil
 }
 
-// patchMPIJob sets an MPIJob's suspension and worker replicas.
-func (c *Controller) patchMPIJob(ctx context.Context, mpi *unstructured.Unstructured, suspend bool, workers int32) error {
-	patch := fmt.Appendf(nil, `{"spec":{"runPolicy":{"suspend":%t},"mpiReplicaSpecs":{"Worker":{"replicas":%d}}}}`, suspend, workers)
-	if err := c.client.Patch(ctx, mpi, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("patch MPIJob %s: %w", mpi.GetName(), err)
+// patchChild sets a child workload's suspension and worker replicas.
+func (c *Controller) patchChild(ctx context.Context, rt *workload, child *unstructured.Unstructured, suspend bool, workers int32) error {
+	patch, err := json.Marshal(rt.patch(suspend, workers))
+	if err != nil {
+		return err
+	}
+	if err := c.client.Patch(ctx, child, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("patch %s %s: %w", rt.kind, child.GetName(), err)
 	}
 	return nil
 }

@@ -121,7 +121,7 @@ func TestBuildMPIJob(t *testing.T) {
 	if len(refs) != 1 || refs[0].Kind != "TrainingJob" || refs[0].UID != "u1" || refs[0].Controller == nil || !*refs[0].Controller {
 		t.Errorf("owner references %+v", refs)
 	}
-	st := readMPIJob(u)
+	st := mpiRuntime.read(u)
 	if st.replicas != 3 || st.suspended {
 		t.Errorf("state %+v", st)
 	}
@@ -153,7 +153,7 @@ func TestReadMPIJobConditions(t *testing.T) {
 		map[string]any{"type": "Running", "status": "False"},
 		map[string]any{"type": "Succeeded", "status": "True", "message": "done"},
 	}}}}
-	if st := readMPIJob(u); !st.succeeded || st.failed || st.message != "done" {
+	if st := mpiRuntime.read(u); !st.succeeded || st.failed || st.message != "done" {
 		t.Errorf("state %+v", st)
 	}
 }
@@ -387,5 +387,78 @@ func TestWorkerState(t *testing.T) {
 		if got := workerState(3, c.pod, "n2", c.gang); got != c.want {
 			t.Errorf("got %q, want %q", got, c.want)
 		}
+	}
+}
+
+func pytorchTestJob() *v1alpha1.TrainingJob {
+	tj := testJob()
+	tj.Spec.GPUsPerWorker = 4
+	tj.Spec.Template = v1alpha1.TrainingJobTemplate{PyTorchJob: &v1alpha1.PyTorchJobTemplate{
+		Worker: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "sidecar", Image: "s"}, {Name: v1alpha1.PyTorchContainer, Image: "i"}}}},
+	}}
+	return tj
+}
+
+// The PyTorchJob is elastic between the job's worker range, with torchrun's
+// nproc-per-node the GPUs per worker, and its workers carry Voda's gate,
+// label and GPUs on the container the operator configures.
+func TestBuildPyTorchJob(t *testing.T) {
+	tj := pytorchTestJob()
+	u, err := buildPyTorchJob(tj, 3, Gang{}, []corev1.EnvVar{{Name: "VODA_GPUS_PER_WORKER", Value: "4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.GetKind() != "PyTorchJob" || u.GetAPIVersion() != "kubeflow.org/v1" || u.GetName() != "bert" {
+		t.Errorf("object %s %s %s", u.GetAPIVersion(), u.GetKind(), u.GetName())
+	}
+	if refs := u.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != "u1" {
+		t.Errorf("owner references %+v", refs)
+	}
+	want := map[string]any{"rdzvBackend": "c10d", "minReplicas": int64(1), "maxReplicas": int64(4), "maxRestarts": int64(defaultMaxRestarts)}
+	got, _, _ := unstructured.NestedMap(u.Object, "spec", "elasticPolicy")
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("elasticPolicy (-want +got):\n%s", d)
+	}
+	if n, _, _ := unstructured.NestedString(u.Object, "spec", "nprocPerNode"); n != "4" {
+		t.Errorf("nprocPerNode %q, want 4", n)
+	}
+	if p, _, _ := unstructured.NestedString(u.Object, "spec", "pytorchReplicaSpecs", "Worker", "restartPolicy"); p != "ExitCode" {
+		t.Errorf("restartPolicy %q, want ExitCode", p)
+	}
+	st := pytorchRuntime.read(u)
+	if st.replicas != 3 || st.suspended {
+		t.Errorf("state %+v", st)
+	}
+	w, _, _ := unstructured.NestedMap(u.Object, "spec", "pytorchReplicaSpecs", "Worker", "template")
+	var tpl corev1.PodTemplateSpec
+	if err := fromUnstructured(w, &tpl); err != nil {
+		t.Fatal(err)
+	}
+	if tpl.Labels[v1alpha1.JobLabel] != "bert" || len(tpl.Spec.SchedulingGates) != 1 {
+		t.Errorf("labels %v, gates %v", tpl.Labels, tpl.Spec.SchedulingGates)
+	}
+	if _, ok := tpl.Spec.Containers[0].Resources.Limits[v1alpha1.GPUResource]; ok {
+		t.Error("the sidecar got the GPUs")
+	}
+	if q := tpl.Spec.Containers[1].Resources.Limits[v1alpha1.GPUResource]; q.Value() != 4 {
+		t.Errorf("the pytorch container asks for %v GPUs, want 4", q.Value())
+	}
+	if env := tpl.Spec.Containers[1].Env; len(env) != 1 || env[0].Value != "4" {
+		t.Errorf("env %v", env)
+	}
+
+	// Scaling and suspending patch the worker replicas and runPolicy.
+	p := pytorchRuntime.patch(true, 2)
+	wantPatch := map[string]any{"spec": map[string]any{"runPolicy": map[string]any{"suspend": true},
+		"pytorchReplicaSpecs": map[string]any{"Worker": map[string]any{"replicas": int64(2)}}}}
+	if d := cmp.Diff(wantPatch, p); d != "" {
+		t.Errorf("patch (-want +got):\n%s", d)
+	}
+	if m := pytorchRuntime.minMember(3); m != 3 {
+		t.Errorf("a PyTorchJob gang of 3 workers has minMember %d, want 3 (no launcher)", m)
+	}
+	if m := mpiRuntime.minMember(3); m != 4 {
+		t.Errorf("an MPIJob gang of 3 workers has minMember %d, want 4", m)
 	}
 }

@@ -138,13 +138,64 @@ type TrainingJobSpec struct {
 }
 
 // TrainingJobTemplate describes the child workload. Exactly one runtime is
-// set; v1alpha1 supports MPIJob (Kubeflow mpi-operator, elastic Horovod).
+// set: mpiJob (Kubeflow mpi-operator, elastic Horovod) or pytorchJob
+// (Kubeflow training-operator, PyTorch under torchrun, elastic).
 //
-// +kubebuilder:validation:XValidation:rule="has(self.mpiJob)",message="template.mpiJob is required (the only runtime of v1alpha1)"
+// +kubebuilder:validation:XValidation:rule="has(self.mpiJob) != has(self.pytorchJob)",message="set exactly one of template.mpiJob and template.pytorchJob"
 type TrainingJobTemplate struct {
 	// MPIJob is the template of a kubeflow.org/v2beta1 MPIJob.
 	// +optional
 	MPIJob *MPIJobTemplate `json:"mpiJob,omitempty"`
+	// PyTorchJob is the template of a kubeflow.org/v1 PyTorchJob run
+	// elastic: torchrun's c10d rendezvous between minWorkers and maxWorkers
+	// nodes, nproc-per-node the job's GPUs per worker.
+	// +optional
+	PyTorchJob *PyTorchJobTemplate `json:"pytorchJob,omitempty"`
+}
+
+// PyTorchContainer is the name the training-operator gives the container it
+// passes torchrun's settings (PET_NNODES, PET_RDZV_ENDPOINT, …) to.
+const PyTorchContainer = "pytorch"
+
+// PyTorchRestartPolicy is the restart policy of a PyTorchJob's workers.
+type PyTorchRestartPolicy string
+
+// The restart policies Voda accepts for PyTorchJob workers.
+const (
+	PyTorchRestartExitCode  PyTorchRestartPolicy = "ExitCode"
+	PyTorchRestartOnFailure PyTorchRestartPolicy = "OnFailure"
+	PyTorchRestartNever     PyTorchRestartPolicy = "Never"
+)
+
+// PyTorchJobTemplate holds what Voda copies into the PyTorchJob it creates.
+// Voda sets the worker replicas, the elastic policy (c10d rendezvous, min
+// and max nodes from the worker range, nproc-per-node from the GPUs per
+// worker), the scheduling gate and the node of every worker.
+type PyTorchJobTemplate struct {
+	// MaxRestarts is how many times torchrun restarts the worker group
+	// (membership changes count, so every resize is one) before the job
+	// fails; unset, 100.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxRestarts *int32 `json:"maxRestarts,omitempty"`
+	// BackoffLimit is how many times failed pods are retried before the job
+	// fails (runPolicy.backoffLimit; unset uses the operator's default).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+	// RestartPolicy is what happens to a worker whose torchrun exits:
+	// ExitCode (the default) restarts it after a signal or an exit code of
+	// 128 or more (preemption, OOM kill) and fails the job on 1–127, since
+	// torchrun has already spent its own restarts; OnFailure restarts it
+	// always; Never fails the job at once.
+	// +optional
+	// +kubebuilder:validation:Enum=ExitCode;OnFailure;Never
+	RestartPolicy PyTorchRestartPolicy `json:"restartPolicy,omitempty"`
+	// Worker is the pod template of every worker (one per node, running
+	// torchrun); its container named "pytorch" gets torchrun's settings.
+	// Voda sets the job's GPUs per worker on that container unless the
+	// template asks for GPUs itself.
+	Worker corev1.PodTemplateSpec `json:"worker"`
 }
 
 // MPIJobTemplate holds what Voda copies into the MPIJob it creates. Voda

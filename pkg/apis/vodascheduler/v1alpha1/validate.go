@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,9 +52,17 @@ func (tj *TrainingJob) Validate() error {
 	if _, err := s.WorkerGPUs(); err != nil {
 		errs = append(errs, err)
 	}
-	if m := s.Template.MPIJob; m == nil {
-		errs = append(errs, errors.New("spec.template.mpiJob is missing (the only runtime of "+GroupVersion.Version+")"))
-	} else {
+	m, pt := s.Template.MPIJob, s.Template.PyTorchJob
+	switch {
+	case m == nil && pt == nil:
+		errs = append(errs, errors.New("spec.template sets no runtime: set spec.template.mpiJob (elastic Horovod) or spec.template.pytorchJob (torchrun)"))
+	case m != nil && pt != nil:
+		errs = append(errs, errors.New("spec.template sets both mpiJob and pytorchJob: a job has exactly one runtime"))
+	case pt != nil:
+		if !slices.ContainsFunc(pt.Worker.Spec.Containers, func(c corev1.Container) bool { return c.Name == PyTorchContainer }) {
+			errs = append(errs, fmt.Errorf("spec.template.pytorchJob.worker has no container named %q: the training-operator passes torchrun's rendezvous settings only to that container", PyTorchContainer))
+		}
+	default:
 		if len(m.Launcher.Spec.Containers) == 0 {
 			errs = append(errs, errors.New("spec.template.mpiJob.launcher has no container"))
 		}
@@ -123,14 +132,21 @@ func (t *TrainingJobTemplate) workerTemplate() (string, *corev1.PodTemplateSpec)
 	if t.MPIJob != nil {
 		return "spec.template.mpiJob.worker", &t.MPIJob.Worker
 	}
+	if t.PyTorchJob != nil {
+		return "spec.template.pytorchJob.worker", &t.PyTorchJob.Worker
+	}
 	return "", nil
 }
 
 // Runtime names the job's runtime: "MPIJob" (Kubeflow mpi-operator, elastic
-// Horovod), or "" when the template sets none.
+// Horovod), "PyTorchJob" (Kubeflow training-operator, torchrun), or "" when
+// the template sets none.
 func (t *TrainingJobTemplate) Runtime() string {
-	if t.MPIJob != nil {
+	switch {
+	case t.MPIJob != nil:
 		return "MPIJob"
+	case t.PyTorchJob != nil:
+		return "PyTorchJob"
 	}
 	return ""
 }

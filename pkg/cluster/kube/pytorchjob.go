@@ -1,0 +1,79 @@
+package kube
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+)
+
+// defaultMaxRestarts is torchrun's --max-restarts when the template leaves
+// it unset. Every resize is a membership change and counts as a restart, so
+// it must cover the resizes of a long job, not only its failures.
+const defaultMaxRestarts = 100
+
+// buildPyTorchJob returns the PyTorchJob that runs tj with the given number
+// of workers, elastic: the operator passes torchrun a c10d rendezvous on
+// worker 0 between the job's minWorkers and maxWorkers nodes
+// (PET_NNODES=min:max) and nproc-per-node the GPUs per worker. Scaling then
+// only changes the worker replicas, and torchrun re-forms the group. Like
+// the MPIJob, it carries Voda's label, placement gate and GPUs on its
+// workers, has the TrainingJob as controlling owner, and joins the job's
+// PodGroup under a gang scheduler.
+func buildPyTorchJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, env []corev1.EnvVar) (*unstructured.Unstructured, error) {
+	t := tj.Spec.Template.PyTorchJob
+	if t == nil {
+		return nil, fmt.Errorf("training job %s/%s has no template.pytorchJob", tj.Namespace, tj.Name)
+	}
+	k, err := tj.Spec.WorkerGPUs()
+	if err != nil {
+		return nil, err
+	}
+	worker := workerTemplate(tj.Name, t.Worker, k, v1alpha1.PyTorchContainer)
+	g.join(worker, tj.Name)
+	for i := range worker.Spec.Containers {
+		worker.Spec.Containers[i].Env = append(worker.Spec.Containers[i].Env, env...)
+	}
+	wt, err := runtime.DefaultUnstructuredConverter.ToUnstructured(worker)
+	if err != nil {
+		return nil, fmt.Errorf("worker template: %w", err)
+	}
+	maxRestarts := int64(defaultMaxRestarts)
+	if t.MaxRestarts != nil {
+		maxRestarts = int64(*t.MaxRestarts)
+	}
+	restart := t.RestartPolicy
+	if restart == "" {
+		restart = v1alpha1.PyTorchRestartExitCode
+	}
+	runPolicy := map[string]any{"suspend": false, "cleanPodPolicy": "Running"}
+	if t.BackoffLimit != nil {
+		runPolicy["backoffLimit"] = int64(*t.BackoffLimit)
+	}
+	spec := map[string]any{
+		"runPolicy": runPolicy,
+		"elasticPolicy": map[string]any{
+			"rdzvBackend": "c10d",
+			"minReplicas": int64(tj.Spec.MinWorkers),
+			"maxReplicas": int64(tj.Spec.MaxWorkers),
+			"maxRestarts": maxRestarts,
+		},
+		"nprocPerNode": strconv.Itoa(k),
+		"pytorchReplicaSpecs": map[string]any{
+			"Worker": map[string]any{"replicas": int64(workers), "restartPolicy": string(restart), "template": wt},
+		},
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(PyTorchJobGVK)
+	u.SetName(tj.Name)
+	u.SetNamespace(tj.Namespace)
+	u.SetLabels(map[string]string{v1alpha1.JobLabel: tj.Name})
+	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(tj, v1alpha1.GroupVersion.WithKind("TrainingJob"))})
+	u.Object["spec"] = spec
+	return u, nil
+}

@@ -1,0 +1,111 @@
+package kube
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+)
+
+// workload is a runtime: one kind of child workload Voda runs a TrainingJob
+// as. Every runtime has the same verbs — create with n workers, scale by patching the
+// worker replicas, suspend and resume with runPolicy.suspend — and names its
+// worker pods <job>-worker-<i>, so placement (scheduling gate, hostname
+// nodeSelector, delete to migrate) and the gang rules are the same for all.
+type workload struct {
+	// kind is the child's kind, as Runtime() names it.
+	kind string
+	gvk  schema.GroupVersionKind
+	// replicas is the path of the worker replicas in the child.
+	replicas []string
+	// others is the pods of a running child besides its workers (the MPI
+	// launcher), which a gang must count.
+	others int32
+	// build returns the child running tj with the given workers.
+	build func(tj *v1alpha1.TrainingJob, workers int32, g Gang, env []corev1.EnvVar) (*unstructured.Unstructured, error)
+}
+
+// PyTorchJobGVK is the Kubeflow PyTorchJob kind Voda creates for a
+// TrainingJob with a pytorchJob template.
+var PyTorchJobGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"}
+
+var (
+	mpiRuntime = &workload{kind: "MPIJob", gvk: MPIJobGVK, others: 1,
+		replicas: []string{"spec", "mpiReplicaSpecs", "Worker", "replicas"},
+		build: func(tj *v1alpha1.TrainingJob, workers int32, g Gang, env []corev1.EnvVar) (*unstructured.Unstructured, error) {
+			return buildMPIJob(tj, workers, g, env...)
+		}}
+	pytorchRuntime = &workload{kind: "PyTorchJob", gvk: PyTorchJobGVK,
+		replicas: []string{"spec", "pytorchReplicaSpecs", "Worker", "replicas"},
+		build:    buildPyTorchJob}
+	// runtimes are every runtime, in the order they are looked for.
+	runtimes = []*workload{mpiRuntime, pytorchRuntime}
+)
+
+// runtimeOf returns the runtime of a TrainingJob.
+func runtimeOf(tj *v1alpha1.TrainingJob) (*workload, error) {
+	for _, r := range runtimes {
+		if r.kind == tj.Spec.Template.Runtime() {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("training job %s/%s sets no runtime in spec.template", tj.Namespace, tj.Name)
+}
+
+// object returns an empty child for the client to fill.
+func (r *workload) object() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(r.gvk)
+	return u
+}
+
+// childState is what Voda reads back from a child workload.
+type childState struct {
+	replicas  int32
+	suspended bool
+	// succeeded or failed, with the condition's message.
+	succeeded, failed bool
+	message           string
+}
+
+// read returns a child's state. Both operators keep the Kubeflow job
+// conditions (Succeeded, Failed) and runPolicy.suspend.
+func (r *workload) read(u *unstructured.Unstructured) childState {
+	var s childState
+	if n, ok, _ := unstructured.NestedInt64(u.Object, r.replicas...); ok {
+		s.replicas = int32(n)
+	}
+	s.suspended, _, _ = unstructured.NestedBool(u.Object, "spec", "runPolicy", "suspend")
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["status"] != string(corev1.ConditionTrue) {
+			continue
+		}
+		msg, _ := m["message"].(string)
+		switch m["type"] {
+		case "Succeeded":
+			s.succeeded, s.message = true, msg
+		case "Failed":
+			s.failed, s.message = true, msg
+		}
+	}
+	return s
+}
+
+// patch is the merge patch that sets a child's suspension and workers.
+func (r *workload) patch(suspend bool, workers int32) map[string]any {
+	replicas := map[string]any{}
+	spec := map[string]any{"runPolicy": map[string]any{"suspend": suspend}}
+	// replicas is spec.<replica specs>.Worker.replicas
+	spec[r.replicas[1]] = map[string]any{"Worker": replicas}
+	replicas["replicas"] = int64(workers)
+	return map[string]any{"spec": spec}
+}
+
+// minMember is the gang size of a job of this runtime running the given
+// workers: the workers and the other pods that start with them.
+func (r *workload) minMember(workers int32) int64 { return int64(workers + r.others) }

@@ -208,6 +208,38 @@ func TestChartRBACFollowsGangScheduler(t *testing.T) {
 	}
 }
 
+// Both runtimes' children are the controller's to create, scale, suspend
+// and delete; nothing more.
+func TestChartRBACCoversBothRuntimes(t *testing.T) {
+	out, err := helm(t, "template", "voda", chartDir(t), "-n", "voda-system", "--show-only", "templates/rbac.yaml")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	verbs := map[string][]string{}
+	for _, doc := range strings.Split(out, "\n---") {
+		var role rbacv1.ClusterRole
+		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range role.Rules {
+			if slices.Contains(r.APIGroups, "kubeflow.org") {
+				for _, res := range r.Resources {
+					verbs[res] = r.Verbs
+				}
+			}
+		}
+	}
+	want := []string{"get", "list", "watch", "create", "patch", "delete"}
+	for _, res := range []string{"mpijobs", "pytorchjobs"} {
+		if !slices.Equal(verbs[res], want) {
+			t.Errorf("%s: verbs %v, want %v", res, verbs[res], want)
+		}
+	}
+	if len(verbs) != 2 {
+		t.Errorf("kubeflow.org resources %v, want only mpijobs and pytorchjobs", verbs)
+	}
+}
+
 func contains(list []string, s string) bool { return slices.Contains(list, s) }
 
 // serviceMonitorCRD stands in for the Prometheus Operator's CRD, which is

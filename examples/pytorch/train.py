@@ -88,6 +88,12 @@ def main(argv=None):
     net = model().to(device)
     opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=0.9)
     start = load(args.checkpoint, net, opt)  # every process, after every rendezvous
+    # Rank 0's word is final: DDP broadcasts its weights at construction, and
+    # its epoch is broadcast here, so a worker that could not read the
+    # checkpoint (a new node, storage not yet visible) still joins in step.
+    epoch = torch.tensor([start], dtype=torch.int64, device=device)
+    dist.broadcast(epoch, src=0)
+    start = int(epoch.item())
     ddp = DistributedDataParallel(net, device_ids=[local] if cuda else None)
     size = max(args.global_batch // world, 1)
     loss_fn = nn.CrossEntropyLoss()

@@ -268,7 +268,19 @@ func testGangTimeout(t *testing.T, k *cluster) {
 	k.create(t, newJob(ns, "stuck", gpu, 2, 2))
 	err := testenv.PollUntil(ctx, 60*time.Second, "stuck placed", func(ctx context.Context) (bool, error) {
 		j := k.job(t, ns, "stuck")
-		return j.Status.Phase == v1alpha1.PhaseRunning && len(j.Status.Placement) == 2, nil
+		return j.Status.Phase == v1alpha1.PhaseStarting && len(j.Status.Placement) == 2, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Never Running while a planned worker is Pending: the status says how
+	// many run and why the first of the others does not.
+	err = testenv.PollUntil(ctx, 30*time.Second, "stuck says why", func(ctx context.Context) (bool, error) {
+		j := k.job(t, ns, "stuck")
+		if !strings.HasPrefix(j.Status.Message, "0 of 2 workers running; worker 0 is Pending: ") || j.Status.RunningWorkers != 0 {
+			return false, fmt.Errorf("status %s, %d running: %q", j.Status.Phase, j.Status.RunningWorkers, j.Status.Message)
+		}
+		return true, nil
 	})
 	if err != nil {
 		t.Fatal(err)

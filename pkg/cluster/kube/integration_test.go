@@ -48,6 +48,12 @@ func TestIntegrationController(t *testing.T) {
 	t.Run("GangSchedulerPlugins", func(t *testing.T) { testGangSchedulerPlugins(t, k) })
 	t.Run("GangTimeoutUnderGangScheduler", func(t *testing.T) { testGangTimeoutUnderGangScheduler(t, k) })
 	t.Run("GangVolcano", func(t *testing.T) { testGangVolcano(t, k) })
+	t.Run("PyTorch", func(t *testing.T) { testPyTorch(t, k) })
+	t.Run("PyTorchLifecycle", func(t *testing.T) { testPyTorchLifecycle(t, k) })
+	t.Run("PyTorchGangTimeout", func(t *testing.T) { testPyTorchGangTimeout(t, k) })
+	t.Run("WorkerGPUsMismatch", func(t *testing.T) { testWorkerGPUsMismatch(t, k) })
+	// Last of those that run jobs: it removes the PyTorchJob kind.
+	t.Run("PyTorchWithoutOperator", func(t *testing.T) { testPyTorchWithoutOperator(t, k) })
 	// Every scenario above ran its controllers as the chart's
 	// ServiceAccount: its rules are enough. Here: they are no more.
 	t.Run("RBACMinimal", func(t *testing.T) { testRBACMinimal(t, k) })
@@ -121,12 +127,17 @@ func testInvalidJobs(t *testing.T, k *cluster) {
 	}
 	// The examples are valid, and the original's job files convert into
 	// TrainingJobs the API server accepts.
-	k.dryRunExamples(t, "../../../examples/*trainingjob*.yaml", func(data []byte) (*v1alpha1.TrainingJob, error) {
-		tj := &v1alpha1.TrainingJob{}
-		return tj, yaml.UnmarshalStrict(data, tj)
-	})
+	for _, pattern := range []string{"../../../examples/*trainingjob*.yaml", "../../../examples/pytorch/*trainingjob*.yaml"} {
+		k.dryRunExamples(t, pattern, func(data []byte) (*v1alpha1.TrainingJob, error) {
+			tj := &v1alpha1.TrainingJob{}
+			return tj, yaml.UnmarshalStrict(data, tj)
+		})
+	}
 	k.dryRunExamples(t, "../../../examples/original/*.yaml", func(data []byte) (*v1alpha1.TrainingJob, error) {
 		return compat.FromMPIJob(data, time.Now())
+	})
+	k.dryRunExamples(t, "../../../examples/pytorch/*pytorchjob*.yaml", func(data []byte) (*v1alpha1.TrainingJob, error) {
+		return compat.FromPyTorchJob(data)
 	})
 	// And a valid job's scheduling fields cannot change afterwards.
 	tj := newJob("invalid", "good", "v100", 1, 4)

@@ -1,0 +1,407 @@
+package kube_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vodascheduler/voda/internal/testenv"
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
+)
+
+// newPyTorchJob returns a TrainingJob of the PyTorch runtime whose workers
+// hold k GPUs each.
+func newPyTorchJob(ns, name, gpuType string, min, max, k int32, opts ...jobOpt) *v1alpha1.TrainingJob {
+	tj := &v1alpha1.TrainingJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.TrainingJobSpec{
+			GPUType: gpuType, MinWorkers: min, MaxWorkers: max, GPUsPerWorker: k,
+			Template: v1alpha1.TrainingJobTemplate{PyTorchJob: &v1alpha1.PyTorchJobTemplate{
+				Worker: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"team": "vision"}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: v1alpha1.PyTorchContainer,
+						Image: "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime", Command: []string{"torchrun"}, Args: []string{"train.py"}}}},
+				},
+			}},
+		},
+	}
+	for _, o := range opts {
+		o(tj)
+	}
+	return tj
+}
+
+// workersComplete makes the job's workers succeed after d of running.
+func workersComplete(d string) jobOpt {
+	return func(tj *v1alpha1.TrainingJob) {
+		tj.Spec.Template.PyTorchJob.Worker.Annotations = map[string]string{testenv.CompleteAfterAnnotation: d}
+	}
+}
+
+// workersFail makes the job's workers exit with code 1 once they run.
+func workersFail() jobOpt {
+	return func(tj *v1alpha1.TrainingJob) {
+		tj.Spec.Template.PyTorchJob.Worker.Annotations = map[string]string{testenv.ExitAnnotation: "fail", testenv.CompleteAfterAnnotation: "1s"}
+	}
+}
+
+// pytorchJob returns a job's PyTorchJob.
+func (k *cluster) pytorchJob(t *testing.T, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(kube.PyTorchJobGVK)
+	if err := k.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// ptSettled checks that a PyTorch job runs as its status says: Running with
+// n workers (any when n is 0), every worker pod running on its node with k
+// GPUs, the PyTorchJob asking for n replicas, and the rendezvous the
+// operator renders into every pod elastic over the job's worker range with
+// k processes per node.
+func (k *cluster) ptSettled(ctx context.Context, ns, name string, n int32) (bool, error) {
+	tj := &v1alpha1.TrainingJob{}
+	if err := k.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, tj); err != nil {
+		return false, err
+	}
+	s := tj.Status
+	if s.Phase != v1alpha1.PhaseRunning || (n > 0 && s.Workers != n) || len(s.Placement) != int(s.Workers) || s.RunningWorkers != s.Workers {
+		return false, fmt.Errorf("%s is %s with %d workers (%d running) on %v, want Running with %d: %s", name, s.Phase, s.Workers, s.RunningWorkers, s.Placement, n, s.Message)
+	}
+	kk := tj.Spec.GPUsPerWorker
+	if s.GPUsPerWorker != kk || s.GPUs != s.Workers*kk {
+		return false, fmt.Errorf("%s status counts %d GPUs, %d per worker; want %d×%d", name, s.GPUs, s.GPUsPerWorker, s.Workers, kk)
+	}
+	pj := &unstructured.Unstructured{}
+	pj.SetGroupVersionKind(kube.PyTorchJobGVK)
+	if err := k.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pj); err != nil {
+		return false, err
+	}
+	if r, _, _ := unstructured.NestedInt64(pj.Object, "spec", "pytorchReplicaSpecs", "Worker", "replicas"); r != int64(s.Workers) {
+		return false, fmt.Errorf("%s's PyTorchJob asks for %d workers, status says %d", name, r, s.Workers)
+	}
+	pods, err := k.workers(ctx, ns, name)
+	if err != nil {
+		return false, err
+	}
+	if len(pods) != int(s.Workers) {
+		return false, fmt.Errorf("%s has %d worker pods, status says %d", name, len(pods), s.Workers)
+	}
+	nnodes := fmt.Sprintf("%d:%d", tj.Spec.MinWorkers, tj.Spec.MaxWorkers)
+	for i, node := range s.Placement {
+		p, ok := pods[i]
+		if !ok || p.Status.Phase != corev1.PodRunning || p.Spec.NodeName != node {
+			return false, fmt.Errorf("%s worker %d: pod %v phase %s on %q, want Running on %s", name, i, ok, p.Status.Phase, p.Spec.NodeName, node)
+		}
+		if p.Labels["team"] != "vision" {
+			return false, fmt.Errorf("%s worker %d lost the template's labels: %v", name, i, p.Labels)
+		}
+		c := p.Spec.Containers[0]
+		if q := c.Resources.Limits[v1alpha1.GPUResource]; q.Value() != int64(kk) {
+			return false, fmt.Errorf("%s worker %d asks for %v GPUs, want %d", name, i, q.Value(), kk)
+		}
+		env := map[string]string{}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		if env["PET_NNODES"] != nnodes || env["PET_NPROC_PER_NODE"] != strconv.Itoa(int(kk)) ||
+			env["PET_RDZV_BACKEND"] != "c10d" || env["VODA_GPUS_PER_WORKER"] != strconv.Itoa(int(kk)) {
+			return false, fmt.Errorf("%s worker %d: torchrun's environment %v, want PET_NNODES=%s, PET_NPROC_PER_NODE=%d, c10d", name, i, env, nnodes, kk)
+		}
+	}
+	return true, nil
+}
+
+func (k *cluster) waitPTSettled(t *testing.T, ns, name string, n int32) *v1alpha1.TrainingJob {
+	t.Helper()
+	err := testenv.PollUntil(context.Background(), 90*time.Second, name+" settled", func(ctx context.Context) (bool, error) {
+		return k.ptSettled(ctx, ns, name, n)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.job(t, ns, name)
+}
+
+// overcommitted names a node whose pods (Voda's and others', not ended)
+// ask for more GPUs than it has.
+func (k *cluster) overcommitted(ctx context.Context, nodes []string) error {
+	var pods corev1.PodList
+	if err := k.c.List(ctx, &pods); err != nil {
+		return err
+	}
+	used := map[string]int64{}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, c := range p.Spec.Containers {
+			q := c.Resources.Limits[v1alpha1.GPUResource]
+			used[p.Spec.NodeName] += q.Value()
+		}
+	}
+	for _, name := range nodes {
+		var n corev1.Node
+		if err := k.c.Get(ctx, types.NamespacedName{Name: name}, &n); err != nil {
+			return err
+		}
+		q := n.Status.Allocatable[v1alpha1.GPUResource]
+		if used[name] > q.Value() {
+			return fmt.Errorf("node %s runs pods asking for %d GPUs, it has %d", name, used[name], q.Value())
+		}
+	}
+	return nil
+}
+
+// watchOvercommit checks every 200 ms, until the test ends, that no node
+// runs pods asking for more GPUs than it has.
+func (k *cluster) watchOvercommit(t *testing.T, nodes []string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if err := k.overcommitted(ctx, nodes); err != nil && ctx.Err() == nil {
+				t.Errorf("over-committed: %v", err)
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// testPyTorch: PyTorch jobs of 2- and 4-GPU workers and 1-GPU MPIJobs share
+// 4-GPU nodes under one policy: they start, grow and shrink (the PyTorchJob
+// follows, torchrun's rendezvous stays elastic over the job's range), no
+// node is ever over-committed, and jobs complete and fail.
+func testPyTorch(t *testing.T, k *cluster) {
+	const ns, gpu = "pytorch", "pytorch-gpu"
+	nodes := k.scenario(t, ns, gpu, 4, 4)
+	k.watchOvercommit(t, nodes)
+	k.startController(t, controllerOpts(t, gpu)) // ElasticFIFO
+
+	k.create(t, newPyTorchJob(ns, "a", gpu, 1, 4, 2))
+	a := k.waitPTSettled(t, ns, "a", 4)
+	if a.Status.GPUs != 8 {
+		t.Errorf("a holds %d GPUs, want 8", a.Status.GPUs)
+	}
+	k.create(t, newPyTorchJob(ns, "quad", gpu, 2, 2, 4))
+	k.waitPTSettled(t, ns, "quad", 2)
+	// A 1-GPU MPIJob: minimums first (a 1×2, quad 2×4, mpi 1), then the
+	// rest round-robin: a shrinks to 3 workers, mpi grows to 2.
+	time.Sleep(time.Second) // after quad, in submission order
+	k.create(t, newJob(ns, "mpi", gpu, 1, 4))
+	err := testenv.PollUntil(context.Background(), 120*time.Second, "a at 3, quad at 2, mpi at 2", func(ctx context.Context) (bool, error) {
+		for name, n := range map[string]int32{"a": 3, "quad": 2} {
+			if ok, err := k.ptSettled(ctx, ns, name, n); !ok {
+				return false, err
+			}
+		}
+		return k.settled(ctx, ns, "mpi", 2)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.expectEvents(t, ns, "a", map[string]int{"Started:": 1, "Scaled: Scaled 4→3 workers": 1})
+
+	// quad leaves: a grows back to its maximum, the PyTorchJob with it.
+	if err := k.c.Delete(context.Background(), k.job(t, ns, "quad")); err != nil {
+		t.Fatal(err)
+	}
+	k.waitPTSettled(t, ns, "a", 4)
+	k.expectEvents(t, ns, "a", map[string]int{"Scaled: Scaled 3→4 workers": 1})
+
+	// Completion and failure come from the PyTorchJob's conditions.
+	k.create(t, newPyTorchJob(ns, "done", gpu, 1, 1, 1, workersComplete("3s")),
+		newPyTorchJob(ns, "broken", gpu, 1, 1, 1, workersFail()))
+	k.waitPhase(t, ns, "done", v1alpha1.PhaseCompleted)
+	k.waitPhase(t, ns, "broken", v1alpha1.PhaseFailed)
+}
+
+// testPyTorchLifecycle: a PyTorch job of 4-GPU workers migrates off a lost
+// node, is preempted (PyTorchJob suspended, no pods) and resumed by
+// Tiresias, and survives a controller restart untouched.
+func testPyTorchLifecycle(t *testing.T, k *cluster) {
+	const ns, gpu = "pytorch-life", "pytorch-life-gpu"
+	nodes := k.scenario(t, ns, gpu, 3, 4)
+	k.watchOvercommit(t, nodes)
+	o := controllerOpts(t, gpu)
+	o.Policy = "Tiresias"
+	o.Algorithm = algorithm.DefaultConfig()
+	o.Algorithm.Tiresias.Thresholds = []float64{60}
+	o.Algorithm.Tiresias.PromoteKnob = 0
+	_, stop := k.startController(t, o)
+
+	k.create(t, newPyTorchJob(ns, "j1", gpu, 2, 2, 4))
+	before := k.waitPTSettled(t, ns, "j1", 2)
+	from := before.Status.Placement[0]
+	old := podUIDs(t, k, ns, "j1")
+	k.setLabel(t, from, "")
+	after := k.waitSettledOffPT(t, ns, "j1", 2, from)
+	if now := podUIDs(t, k, ns, "j1"); slices.Contains(now, old[0]) || !slices.Contains(now, old[1]) {
+		t.Errorf("worker 0 should be new and worker 1 kept: %v, then %v", old, now)
+	}
+	k.expectEvents(t, ns, "j1", map[string]int{"Migrated: Migrated worker-0 " + from + "→": 1})
+	k.setLabel(t, from, gpu)
+
+	// Demoted after 60 GPU-s (8 s at 8 GPUs), j1 gives way to j2, which needs
+	// two of the three nodes.
+	err := testenv.PollUntil(context.Background(), 60*time.Second, "j1 demoted", func(ctx context.Context) (bool, error) {
+		return k.job(t, ns, "j1").Status.Queue == 1, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.create(t, newPyTorchJob(ns, "j2", gpu, 2, 2, 4, workersComplete("5s")))
+	k.waitPTSettled(t, ns, "j2", 2)
+	err = testenv.PollUntil(context.Background(), 60*time.Second, "j1 suspended without workers", func(ctx context.Context) (bool, error) {
+		pods, err := k.workers(ctx, ns, "j1")
+		if err != nil {
+			return false, err
+		}
+		suspended, _, _ := unstructuredBool(k.pytorchJob(t, ns, "j1"), "spec", "runPolicy", "suspend")
+		j1 := k.job(t, ns, "j1")
+		return suspended && len(pods) == 0 && j1.Status.Phase == v1alpha1.PhaseWaiting, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.waitPhase(t, ns, "j2", v1alpha1.PhaseCompleted)
+	resumed := k.waitPTSettled(t, ns, "j1", 2)
+	k.expectEvents(t, ns, "j1", map[string]int{"Started:": 1, "Preempted:": 1, "Resumed:": 1})
+	_ = after
+
+	// A controller restart leaves the running job alone.
+	pods := podUIDs(t, k, ns, "j1")
+	uid := k.pytorchJob(t, ns, "j1").GetUID()
+	stop()
+	time.Sleep(2 * time.Second)
+	k.startController(t, o)
+	again := k.waitPTSettled(t, ns, "j1", 2)
+	if !slices.Equal(again.Status.Placement, resumed.Status.Placement) || !slices.Equal(podUIDs(t, k, ns, "j1"), pods) ||
+		k.pytorchJob(t, ns, "j1").GetUID() != uid {
+		t.Errorf("the restart moved or recreated j1: %v → %v", resumed.Status.Placement, again.Status.Placement)
+	}
+}
+
+// waitSettledOffPT waits until a PyTorch job has settled on nodes other
+// than off.
+func (k *cluster) waitSettledOffPT(t *testing.T, ns, name string, n int32, off string) *v1alpha1.TrainingJob {
+	t.Helper()
+	err := testenv.PollUntil(context.Background(), 90*time.Second, name+" settled off "+off, func(ctx context.Context) (bool, error) {
+		if ok, err := k.ptSettled(ctx, ns, name, n); !ok {
+			return false, err
+		}
+		if p := k.job(t, ns, name).Status.Placement; slices.Contains(p, off) {
+			return false, fmt.Errorf("%s still placed on %s: %v", name, off, p)
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.job(t, ns, name)
+}
+
+// testPyTorchGangTimeout: a PyTorch job whose workers a node refuses gives
+// its GPUs back after the gang timeout, with an Event, its status Starting
+// (never Running) meanwhile, and runs once the node takes pods again.
+func testPyTorchGangTimeout(t *testing.T, k *cluster) {
+	const ns, gpu = "pytorch-gang", "pytorch-gang-gpu"
+	nodes := k.scenario(t, ns, gpu, 1, 4)
+	ctx := context.Background()
+	k.taint(t, nodes[0], true)
+	o := controllerOpts(t, gpu)
+	o.GangTimeout = 4 * time.Second
+	k.startController(t, o)
+	k.create(t, newPyTorchJob(ns, "stuck", gpu, 2, 2, 2))
+	err := testenv.PollUntil(ctx, 60*time.Second, "stuck Starting", func(ctx context.Context) (bool, error) {
+		j := k.job(t, ns, "stuck")
+		return j.Status.Phase == v1alpha1.PhaseStarting && j.Status.RunningWorkers == 0 && len(j.Status.Placement) == 2, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = testenv.PollUntil(ctx, 60*time.Second, "a GangTimeout event", func(ctx context.Context) (bool, error) {
+		return k.hasEvent(ctx, ns, "stuck", "GangTimeout", "2 of 2 workers not running 4s after they were placed"), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.taint(t, nodes[0], false)
+	k.waitPTSettled(t, ns, "stuck", 2)
+}
+
+var schemaCRD = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+
+// testPyTorchWithoutOperator: a controller on a cluster where the
+// PyTorchJob kind is not served refuses PyTorch jobs by name and runs the
+// others. Run last: it removes the CRD.
+func testPyTorchWithoutOperator(t *testing.T, k *cluster) {
+	const ns, gpu = "no-pytorch", "no-pytorch-gpu"
+	k.scenario(t, ns, gpu, 1, 4)
+	ctx := context.Background()
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schemaCRD)
+	crd.SetName("pytorchjobs.kubeflow.org")
+	if err := k.c.Delete(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	err := testenv.PollUntil(ctx, 60*time.Second, "the PyTorchJob kind gone", func(ctx context.Context) (bool, error) {
+		err := k.c.Get(ctx, client.ObjectKeyFromObject(crd), crd)
+		return err != nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.startController(t, controllerOpts(t, gpu))
+	k.create(t, newPyTorchJob(ns, "pt", gpu, 1, 1, 1), newJob(ns, "mpi", gpu, 1, 1))
+	j := k.waitPhase(t, ns, "pt", v1alpha1.PhaseFailed)
+	if want := "refused: the PyTorchJob kind (kubeflow.org/v1) is not installed in this cluster"; len(j.Status.Message) < len(want) || j.Status.Message[:len(want)] != want {
+		t.Errorf("message %q, want it to start with %q", j.Status.Message, want)
+	}
+	k.waitSettled(t, ns, "mpi", 1)
+}
+
+// testWorkerGPUsMismatch: a job created with kubectl whose template asks for
+// other GPUs than spec.gpusPerWorker is refused by name, nothing created.
+func testWorkerGPUsMismatch(t *testing.T, k *cluster) {
+	const ns, gpu = "mismatch", "mismatch-gpu"
+	k.scenario(t, ns, gpu, 1, 4)
+	k.startController(t, controllerOpts(t, gpu))
+	tj := newPyTorchJob(ns, "bad", gpu, 1, 1, 2)
+	tj.Spec.Template.PyTorchJob.Worker.Spec.Containers[0].Resources.Limits = corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("4")}
+	derived := newJob(ns, "two", gpu, 1, 1)
+	derived.Spec.Template.MPIJob.Worker.Spec.Containers[0].Resources.Limits = corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("2")}
+	k.create(t, tj, derived)
+	j := k.waitPhase(t, ns, "bad", v1alpha1.PhaseFailed)
+	want := "refused: spec.gpusPerWorker is 2 but spec.template.pytorchJob.worker.spec asks for 4 nvidia.com/gpu per worker"
+	if len(j.Status.Message) < len(want) || j.Status.Message[:len(want)] != want {
+		t.Errorf("message %q, want it to start with %q", j.Status.Message, want)
+	}
+	k.expectEvents(t, ns, "bad", map[string]int{"InvalidSpec:": 1})
+	// The MPIJob's worker asks for 2 GPUs: Voda counts 2, not 1.
+	two := k.waitSettled(t, ns, "two", 1)
+	if two.Status.GPUs != 2 || two.Status.GPUsPerWorker != 2 {
+		t.Errorf("two holds %d GPUs, %d per worker; want 2 and 2", two.Status.GPUs, two.Status.GPUsPerWorker)
+	}
+}

@@ -243,6 +243,20 @@ func (c *Controller) restore(ctx context.Context) error {
 		if !c.handles(gt) {
 			continue
 		}
+		if tj.Status.Phase == "" || tj.Status.Phase == v1alpha1.PhaseSubmitted {
+			// Created while no controller ran: checked as the reconciler
+			// checks a new job.
+			rt, err := runtimeOf(tj)
+			if err == nil {
+				err = c.admissible(tj, rt)
+			}
+			if err != nil {
+				if err := c.refuse(ctx, tj, err); err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		rec := recordOf(tj, now)
 		e := c.engineFor(gt)
 		c.jobTypes[rec.ID] = gt

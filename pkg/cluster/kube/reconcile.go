@@ -258,7 +258,10 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 		recheck, err := c.convergeRunning(ctx, &tj, rt, child)
 		return reconcile.Result{RequeueAfter: recheck}, err
 	case v1alpha1.PhaseWaiting:
-		if st := rt.read(child); child != nil && !st.suspended {
+		if child == nil {
+			break
+		}
+		if st := rt.read(child); !st.suspended {
 			return reconcile.Result{}, c.patchChild(ctx, rt, child, true, st.replicas)
 		}
 	}

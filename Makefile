@@ -46,7 +46,7 @@ dev-cluster: tools ## Run a local control plane with fake GPU nodes until Ctrl-C
 generate: ## Regenerate the TrainingJob deep copies and CRD YAML with controller-gen.
 	@hack/generate.sh
 
-verify: ## gofmt, go vet, go mod tidy, the core import rule, generated files up to date.
+verify: ## gofmt, go vet, go mod tidy, the core import rule, no build outputs or large files in git, generated files up to date.
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/tools/')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
@@ -55,6 +55,7 @@ verify: ## gofmt, go vet, go mod tidy, the core import rule, generated files up 
 	  if ! git diff --quiet -- go.mod go.sum; then echo "go mod tidy changed go.mod/go.sum; run it and commit"; \
 	    cp /tmp/voda.go.mod.bak go.mod; cp /tmp/voda.go.sum.bak go.sum 2>/dev/null || true; exit 1; fi
 	@hack/check-imports.sh $(CORE)
+	@hack/check-files.sh
 	@hack/generate.sh --check
 
 bench: ## Run the benchmarks (results in bench.txt).

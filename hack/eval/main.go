@@ -228,7 +228,9 @@ hack/eval/discussion.md for the discussion at the end.
 Every number is the mean over the 8 workloads of a per-workload metric.
 Jobs keep the workload's batch size; each may use 1 to the largest GPU count
 whose per-GPU batch stays at or above its model's minimum (at most 64); the
-rigid policies (FIFO, SRJF, Tiresias) run the workload's GPU count. Policies
+rigid policies (FIFO, SRJF, Tiresias) run the workload's GPU count. Every
+worker holds one GPU (k = 1): the Pollux workloads give GPU counts only, and
+the artifact's jobs ran one process per GPU. Policies
 see true speedup curves and remaining times. Utilisation is allocated
 GPU-seconds over 64 GPUs × makespan; *useful* utilisation weights them by
 each job's scaling efficiency. The bound is the lower bound on mean JCT of

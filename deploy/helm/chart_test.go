@@ -38,6 +38,7 @@ scheduler:
     nvidia-tesla-v100: {algorithm: ElasticTiresias, rateLimit: 5s}
     nvidia-gtx-1080ti: {algorithm: AFS-L}
   gpuTypes: [nvidia-tesla-v100, nvidia-gtx-1080ti]
+  accelerators: {amd-mi300x: amd.com/gpu, cpu-pool: cpu}
   statusSync: 10s
   gangTimeout: 2m
   gangScheduler: volcano
@@ -153,7 +154,8 @@ func TestChartRendersWhatItPromises(t *testing.T) {
 	for _, want := range []string{"--algorithm=Tiresias", "--rate-limit=10s", "--gpu-types=nvidia-tesla-v100,nvidia-gtx-1080ti",
 		"--namespace=ml", "--api-namespace=ml", "--api-addr=:8443", "--api-auth=static", "--api-token-file=/etc/voda/tokens/tokens.csv",
 		"--api-admin-groups=ml-admins", "--api-tls-cert-file=/etc/voda/tls/tls.crt", "--metrics-addr=:9090", "--api-max-body-bytes=262144", "--metrics-dir=/metrics", "--gang-timeout=2m", "--verbose",
-		"--gang-scheduler=volcano", "--gang-scheduler-name=volcano-gpu", "--gang-queue=research"} {
+		"--gang-scheduler=volcano", "--gang-scheduler-name=volcano-gpu", "--gang-queue=research",
+		"--accelerator=amd-mi300x=amd.com/gpu", "--accelerator=cpu-pool=cpu"} {
 		if !contains(full.Args, want) {
 			t.Errorf("every option: %s missing from %v", want, full.Args)
 		}

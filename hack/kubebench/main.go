@@ -6,7 +6,12 @@
 // worker of its allocation was Running on its node, the actions per second,
 // and the controller's CPU time and peak memory (from /proc).
 //
+// RUNTIME=pytorch runs the jobs as PyTorchJobs (training-operator) instead
+// of MPIJobs (mpi-operator); K makes every worker hold K GPUs.
+//
 //	go run ./hack/kubebench                 # 200 jobs, 32 nodes × 8 GPUs, 1 s rate limit
+//	RUNTIME=pytorch go run ./hack/kubebench
+//	K=8 go run ./hack/kubebench             # workers of 8 GPUs: whole nodes
 //	JOBS=50 NODES=8 go run ./hack/kubebench
 //	ARGS="--kube-api-qps=200 --kube-api-burst=400" go run ./hack/kubebench
 package main
@@ -43,6 +48,15 @@ func main() {
 
 func run() error {
 	jobs, nodes, gpus := envInt("JOBS", 200), envInt("NODES", 32), envInt("GPUS", 8)
+	k := int32(envInt("K", 1))
+	runtime := os.Getenv("RUNTIME")
+	switch runtime {
+	case "":
+		runtime = "mpi"
+	case "mpi", "pytorch":
+	default:
+		return fmt.Errorf("RUNTIME=%q: want mpi or pytorch", runtime)
+	}
 	rate := os.Getenv("RATE_LIMIT")
 	if rate == "" {
 		rate = "1s"
@@ -98,13 +112,13 @@ func run() error {
 	begin := time.Now()
 	for i := range jobs {
 		n := int32(i%8 + 1)
-		tj := job(ns, fmt.Sprintf("job-%03d", i), n)
+		tj := job(ns, fmt.Sprintf("job-%03d", i), n, k, runtime)
 		if err := c.Create(ctx, tj); err != nil {
 			return err
 		}
 		created[tj.Name] = time.Now()
 	}
-	fmt.Printf("created %d TrainingJobs in %s\n", jobs, time.Since(begin).Round(time.Millisecond))
+	fmt.Printf("created %d TrainingJobs (%s, %d GPU(s) per worker) in %s\n", jobs, runtime, k, time.Since(begin).Round(time.Millisecond))
 
 	seen := map[string]*state{}
 	deadline := time.Now().Add(10 * time.Minute)
@@ -144,10 +158,15 @@ func run() error {
 	slices.Sort(decided)
 	slices.Sort(first)
 	slices.Sort(last)
-	// Where the time went: when the MPIJob and the pods were created, and
-	// when the scheduler bound the pods (their PodScheduled condition).
+	// Where the time went: when the MPIJob or PyTorchJob and the pods were
+	// created, and when the scheduler bound the pods (their PodScheduled
+	// condition).
+	child := kube.MPIJobGVK
+	if runtime == "pytorch" {
+		child = kube.PyTorchJobGVK
+	}
 	mpis := &unstructured.UnstructuredList{}
-	mpis.SetGroupVersionKind(kube.MPIJobGVK.GroupVersion().WithKind("MPIJobList"))
+	mpis.SetGroupVersionKind(child.GroupVersion().WithKind(child.Kind + "List"))
 	if err := c.List(ctx, mpis, client.InNamespace(ns)); err != nil {
 		return err
 	}
@@ -189,10 +208,10 @@ func run() error {
 		}
 	}
 	fmt.Printf("jobs running: %d of %d on %d of %d GPUs; every plan carried out %s after the first creation\n",
-		len(seen), jobs, gpusUsed, nodes*gpus, all.Round(time.Millisecond))
+		len(seen), jobs, gpusUsed*int(k), nodes*gpus, all.Round(time.Millisecond))
 	fmt.Printf("creation → status Running (the engine's decision written): p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(decided, 50), pct(decided, 99), pct(decided, 100))
-	fmt.Printf("creation → MPIJob created: p50 %.2f s, p99 %.2f s; → worker pod created: p50 %.2f s, p99 %.2f s; → worker bound: p50 %.2f s, p99 %.2f s (1 s resolution)\n",
-		pct(mpiAt, 50), pct(mpiAt, 99), pct(podAt, 50), pct(podAt, 99), pct(boundAt, 50), pct(boundAt, 99))
+	fmt.Printf("creation → %s created: p50 %.2f s, p99 %.2f s; → worker pod created: p50 %.2f s, p99 %.2f s; → worker bound: p50 %.2f s, p99 %.2f s (1 s resolution)\n",
+		child.Kind, pct(mpiAt, 50), pct(mpiAt, 99), pct(podAt, 50), pct(podAt, 99), pct(boundAt, 50), pct(boundAt, 99))
 	fmt.Printf("creation → first start, all workers Running: p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(first, 50), pct(first, 99), pct(first, 100))
 	fmt.Printf("creation → final allocation, all workers Running: p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(last, 50), pct(last, 99), pct(last, 100))
 	fmt.Printf("actions: %d (%.1f per second over the run)\n", actions, float64(actions)/all.Seconds())
@@ -235,7 +254,7 @@ func observe(ctx context.Context, c client.Client, ns string, seen map[string]*s
 		}
 		st := seen[tj.Name]
 		if st == nil {
-			if tj.Status.Phase != v1alpha1.PhaseRunning {
+			if tj.Status.Phase != v1alpha1.PhaseRunning && tj.Status.Phase != v1alpha1.PhaseStarting {
 				continue
 			}
 			st = &state{decided: now}
@@ -255,14 +274,20 @@ func observe(ctx context.Context, c client.Client, ns string, seen map[string]*s
 	return changed, nil
 }
 
-func job(ns, name string, max int32) *v1alpha1.TrainingJob {
-	pod := func(c string) corev1.PodTemplateSpec {
-		return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: c, Image: "horovod/horovod:0.28.1"}}}}
+func job(ns, name string, max, k int32, runtime string) *v1alpha1.TrainingJob {
+	pod := func(c, image string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: c, Image: image}}}}
+	}
+	tmpl := v1alpha1.TrainingJobTemplate{MPIJob: &v1alpha1.MPIJobTemplate{
+		Launcher: pod("launcher", "horovod/horovod:0.28.1"), Worker: pod("worker", "horovod/horovod:0.28.1")}}
+	if runtime == "pytorch" {
+		tmpl = v1alpha1.TrainingJobTemplate{PyTorchJob: &v1alpha1.PyTorchJobTemplate{
+			Worker: pod(v1alpha1.PyTorchContainer, "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime")}}
 	}
 	return &v1alpha1.TrainingJob{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.TrainingJobSpec{GPUType: gpuType, MinWorkers: 1, MaxWorkers: max, RequestedWorkers: max,
-			Template: v1alpha1.TrainingJobTemplate{MPIJob: &v1alpha1.MPIJobTemplate{Launcher: pod("launcher"), Worker: pod("worker")}}},
+			GPUsPerWorker: k, Template: tmpl},
 	}
 }
 

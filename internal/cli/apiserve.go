@@ -98,6 +98,7 @@ func (a *apiFlags) addTo(mgr ctrl.Manager, cfg *rest.Config, o kube.ManagerOptio
 	s, err := server.New(c, auth, server.Options{
 		Namespace: ns, AdminGroups: groups,
 		DefaultAlgorithm: o.Policy, DefaultRateLimit: o.RateLimit, ConfigNamespace: o.ConfigNamespace,
+		Accelerators: o.Accelerators,
 		MaxBodyBytes: a.maxBody, Version: Version,
 		Registerer: ctrlmetrics.Registry, Gatherer: ctrlmetrics.Registry,
 		Log: o.Log.WithName("api"),

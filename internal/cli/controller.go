@@ -17,6 +17,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 	"github.com/vodascheduler/voda/pkg/cluster/kube"
 	"github.com/vodascheduler/voda/pkg/metrics"
 	"github.com/vodascheduler/voda/pkg/scheduler"
@@ -24,30 +25,37 @@ import (
 
 func newControllerCmd() *cobra.Command {
 	var (
-		o          kube.ManagerOptions
-		kubeconfig string
-		gpuTypes   string
-		verbose    bool
-		qps        float32
-		burst      int
-		api        apiFlags
+		o            kube.ManagerOptions
+		kubeconfig   string
+		gpuTypes     string
+		accelerators []string
+		verbose      bool
+		qps          float32
+		burst        int
+		api          apiFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the scheduler on a Kubernetes cluster",
 		Long: `Run Voda on a Kubernetes cluster: one scheduler per GPU type decides how many
 workers every TrainingJob gets and on which nodes, and carries it out through
-Kubeflow MPIJobs (start, scale, preempt with suspend, resume, migrate).
+Kubeflow MPIJobs or PyTorchJobs (start, scale, preempt with suspend,
+resume, migrate).
 
 GPU nodes join a GPU type through the label vodascheduler/accelerator=<type>;
-their GPUs are their allocatable nvidia.com/gpu. Every decision is written to
+their GPUs are their allocatable nvidia.com/gpu, or the resource
+--accelerator names for the type (amd.com/gpu, a MIG profile such as
+nvidia.com/mig-1g.10gb, or cpu for a type of CPU nodes, in whole cores). Every decision is written to
 the TrainingJob's status and recorded as an Event on it, so
 'kubectl get tj' and 'kubectl describe tj NAME' show what happened and why.
 
 Every replica also serves the REST API (--api-addr) that 'voda create', 'get',
 'describe', 'delete' and 'set scheduler' talk to; see docs/api.md.
 
-Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
+Requires the TrainingJob CRD (deploy/crds) and the operator of each runtime
+in use: mpi-operator v0.6 or later (mpiJob), the Kubeflow training-operator
+v1.9 with PyTorchJob (pytorchJob). Jobs of a runtime that is not installed
+are refused by name.`,
 		Example: `  # Out of cluster, against the current kubeconfig context:
   voda controller --leader-elect=false
 
@@ -55,7 +63,11 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
   voda controller --gpu-types nvidia-tesla-v100 --algorithm Tiresias --rate-limit 10s
 
   # Hand the gangs to a scheduler-plugins coscheduling scheduler:
-  voda controller --gang-scheduler scheduler-plugins`,
+  voda controller --gang-scheduler scheduler-plugins
+
+  # AMD nodes, A100s split into MIG slices, and a pool of CPU nodes:
+  voda controller --accelerator amd-mi300x=amd.com/gpu \
+      --accelerator a100-mig=nvidia.com/mig-1g.10gb --accelerator cpu-pool=cpu`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := algorithm.New(o.Policy, algorithm.Config{}); err != nil {
@@ -66,6 +78,10 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
 			}
 			if _, err := o.Gang.Resolve(); err != nil {
 				return usageError{fmt.Errorf("--gang-scheduler: %w", err)}
+			}
+			var err error
+			if o.Accelerators, err = v1alpha1.ParseAccelerators(accelerators); err != nil {
+				return usageError{fmt.Errorf("--accelerator: %w", err)}
 			}
 			for _, t := range strings.Split(gpuTypes, ",") {
 				if t = strings.TrimSpace(t); t != "" {
@@ -111,6 +127,7 @@ Requires the TrainingJob CRD (deploy/crds) and mpi-operator v0.6 or later.`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "path of a kubeconfig; empty uses $KUBECONFIG, ~/.kube/config, or the in-cluster service account")
 	f.StringVarP(&o.Namespace, "namespace", "n", "", "watch TrainingJobs in this namespace only (default all namespaces)")
 	f.StringVar(&gpuTypes, "gpu-types", "", "comma-separated GPU types this replica schedules (default all)")
+	f.StringSliceVar(&accelerators, "accelerator", nil, "GPU_TYPE=RESOURCE: the node resource a GPU type schedules instead of nvidia.com/gpu (amd.com/gpu, nvidia.com/mig-1g.10gb, cpu for whole cores); repeat or comma-separate for several types")
 	f.StringVar(&o.Policy, "algorithm", kube.DefaultPolicy, "scheduling policy of every GPU type; see 'voda policies'")
 	f.DurationVar(&o.RateLimit, "rate-limit", scheduler.DefaultRateLimit, "minimum time between two reschedulings of a GPU type; events in between are coalesced")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", `address of the Prometheus metrics endpoint; "0" disables it`)

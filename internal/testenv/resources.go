@@ -99,7 +99,11 @@ func (e *Env) ApplyCRDs(ctx context.Context, data []byte) error {
 type NodeSpec struct {
 	GPUType string // the vodascheduler/accelerator label, e.g. nvidia-tesla-v100
 	Count   int    // how many nodes
-	GPUs    int    // nvidia.com/gpu per node
+	GPUs    int    // units of Resource per node
+	// Resource is what GPUs counts: empty means nvidia.com/gpu; an
+	// extended resource (amd.com/gpu, nvidia.com/mig-1g.10gb) is advertised
+	// instead of it; cpu makes the node's CPU cores GPUs (no GPUs then).
+	Resource corev1.ResourceName
 }
 
 // CreateGPUNodes creates the nodes kwok fakes, named <type>-<i>, and waits
@@ -119,11 +123,15 @@ func (e *Env) CreateGPUNodes(ctx context.Context, specs ...NodeSpec) ([]string, 
 }
 
 func (e *Env) createNode(ctx context.Context, name string, s NodeSpec) error {
+	unit := s.Resource
+	if unit == "" {
+		unit = GPUResource
+	}
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("64"),
 		corev1.ResourceMemory: resource.MustParse("512Gi"),
 		corev1.ResourcePods:   resource.MustParse("110"),
-		GPUResource:           *resource.NewQuantity(int64(s.GPUs), resource.DecimalSI),
+		unit:                  *resource.NewQuantity(int64(s.GPUs), resource.DecimalSI),
 	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{

@@ -101,3 +101,32 @@ func BenchmarkFfDLNonConcave(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAllocateMultiGPU is BenchmarkAllocate's cluster of 8-GPU nodes
+// where a quarter of the jobs have workers of 2, 4 or 8 GPUs: the policies
+// then lay every granted worker onto the nodes.
+func BenchmarkAllocateMultiGPU(b *testing.B) {
+	sizes := []struct{ jobs, gpus int }{{1000, 4096}, {10000, 32768}}
+	for _, p := range allPolicies(b) {
+		for _, sz := range sizes {
+			snap := benchSnapshot(sz.jobs, sz.gpus)
+			r := rand.New(rand.NewPCG(7, uint64(sz.jobs)))
+			for i := range snap.Jobs {
+				if r.IntN(4) == 0 {
+					snap.Jobs[i].GPUsPerWorker = []int{2, 4, 8}[r.IntN(3)]
+				}
+			}
+			for range sz.gpus / 8 {
+				snap.NodeGPUs = append(snap.NodeGPUs, 8)
+			}
+			b.Run(fmt.Sprintf("%s/jobs=%d/gpus=%d", p.Name(), sz.jobs, sz.gpus), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := p.Allocate(snap); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

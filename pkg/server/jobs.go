@@ -56,6 +56,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, u User) error
 	if err := s.knownGPUType(r, tj.Spec.GPUType); err != nil {
 		return err
 	}
+	if _, err := tj.Spec.WorkerAccelerators(s.o.Accelerators.Of(tj.Spec.GPUType)); err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
 	if err := s.c.Create(r.Context(), tj); err != nil {
 		return kubeError(err, "job", tj.Name)
 	}

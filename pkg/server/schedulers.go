@@ -53,7 +53,11 @@ func (s *Server) schedulers(ctx context.Context) (map[string]rest.Scheduler, err
 	if err != nil {
 		return nil, err
 	}
-	other, err := kube.ForeignGPUsByNode(ctx, s.c)
+	nodeType := map[string]string{}
+	for i := range nodes.Items {
+		nodeType[nodes.Items[i].Name] = nodes.Items[i].Labels[v1alpha1.AcceleratorLabel]
+	}
+	other, err := kube.ForeignGPUsByNode(ctx, s.c, func(node string) corev1.ResourceName { return s.o.Accelerators.Of(nodeType[node]) })
 	if err != nil {
 		return nil, kubeError(err, "pods", "")
 	}
@@ -82,7 +86,7 @@ func (s *Server) schedulers(ctx context.Context) (map[string]rest.Scheduler, err
 	for i := range nodes.Items {
 		t := nodes.Items[i].Labels[v1alpha1.AcceleratorLabel]
 		sc := get(t)
-		if gt, gpus := kube.NodeGPUs(&nodes.Items[i]); gt != "" {
+		if gt, gpus := kube.NodeGPUs(&nodes.Items[i], s.o.Accelerators); gt != "" {
 			sc.Nodes++
 			sc.GPUs += gpus
 			sc.OtherGPUs += min(other[nodes.Items[i].Name], gpus)

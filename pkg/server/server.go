@@ -43,6 +43,9 @@ type Options struct {
 	// for GPU types without runtime settings.
 	DefaultAlgorithm string
 	DefaultRateLimit time.Duration
+	// Accelerators are the controller's: the node resource of each GPU type
+	// that does not schedule nvidia.com/gpu.
+	Accelerators v1alpha1.Accelerators
 	// ConfigNamespace is where the controller reads its runtime settings
 	// (the ConfigMap voda-schedulers); empty means Namespace.
 	ConfigNamespace string

@@ -36,6 +36,9 @@ const (
 type Options struct {
 	// GPUTypes restricts this controller to some GPU types; empty means all.
 	GPUTypes []string
+	// Accelerators names the node resource of GPU types that do not
+	// schedule nvidia.com/gpu (amd.com/gpu, a MIG profile, cpu).
+	Accelerators v1alpha1.Accelerators
 	// Policy is the scheduling policy of every engine; empty means
 	// ElasticFIFO.
 	Policy string
@@ -257,7 +260,7 @@ func (c *Controller) restore(ctx context.Context) error {
 				continue
 			}
 		}
-		rec := recordOf(tj, now)
+		rec := recordOf(tj, now, c.opts.Accelerators)
 		e := c.engineFor(gt)
 		c.jobTypes[rec.ID] = gt
 		if err := e.eng.Restore([]scheduler.Job{rec}); err != nil {

@@ -43,14 +43,14 @@ func foreignSelectors() (labels.Selector, fields.Selector, error) {
 
 // newForeignCache returns the cache of pods without Voda's job label that
 // are not finished, indexed by node.
-func newForeignCache(ctx context.Context, cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+func newForeignCache(ctx context.Context, cfg *rest.Config, opts cache.Options, resources []corev1.ResourceName) (cache.Cache, error) {
 	lsel, fsel, err := foreignSelectors()
 	if err != nil {
 		return nil, err
 	}
 	opts.DefaultNamespaces = nil
 	opts.ByObject = map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: lsel, Field: fsel, Transform: slimPod},
+		&corev1.Pod{}: {Label: lsel, Field: fsel, Transform: slimPod(resources)},
 	}
 	c, err := cache.New(cfg, opts)
 	if err != nil {
@@ -68,33 +68,35 @@ func newForeignCache(ctx context.Context, cfg *rest.Config, opts cache.Options) 
 	return c, nil
 }
 
-// slimPod keeps of a pod what the GPU count needs.
-func slimPod(o any) (any, error) {
-	p, ok := o.(*corev1.Pod)
-	if !ok {
-		return o, nil
+// slimPod keeps of a pod what the counts of the given resources need: its
+// node, phase and one container asking for what the pod takes of each.
+func slimPod(resources []corev1.ResourceName) func(o any) (any, error) {
+	return func(o any) (any, error) {
+		p, ok := o.(*corev1.Pod)
+		if !ok {
+			return o, nil
+		}
+		slim := &corev1.Pod{
+			ObjectMeta: p.ObjectMeta,
+			Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName},
+			Status:     corev1.PodStatus{Phase: p.Status.Phase},
+		}
+		slim.ManagedFields, slim.Annotations = nil, nil
+		requests := corev1.ResourceList{}
+		for _, r := range resources {
+			if n, _ := v1alpha1.PodGPUs(&p.Spec, r); n > 0 {
+				requests[r] = *resourceQuantity(n)
+			}
+		}
+		if len(requests) > 0 {
+			slim.Spec.Containers = []corev1.Container{{Name: "held", Resources: corev1.ResourceRequirements{Requests: requests}}}
+		}
+		return slim, nil
 	}
-	slim := &corev1.Pod{
-		ObjectMeta: p.ObjectMeta,
-		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName},
-		Status:     corev1.PodStatus{Phase: p.Status.Phase},
-	}
-	slim.ManagedFields, slim.Annotations = nil, nil
-	if n := podGPUs(p); n > 0 {
-		slim.Spec.Containers = []corev1.Container{{Name: "gpus", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{v1alpha1.GPUResource: *resourceQuantity(n)}}}}
-	}
-	return slim, nil
 }
 
-// podGPUs is the GPUs a pod holds (see v1alpha1.PodGPUs).
-func podGPUs(p *corev1.Pod) int64 {
-	n, _ := v1alpha1.PodGPUs(&p.Spec, v1alpha1.GPUResource)
-	return n
-}
-
-// foreignGPUs is the GPUs other pods hold on a node.
-func (c *Controller) foreignGPUs(ctx context.Context, node string) (int, error) {
+// foreignGPUs is the units of res other pods hold on a node.
+func (c *Controller) foreignGPUs(ctx context.Context, node string, res corev1.ResourceName) (int, error) {
 	if c.foreign == nil {
 		return 0, nil
 	}
@@ -104,15 +106,17 @@ func (c *Controller) foreignGPUs(ctx context.Context, node string) (int, error) 
 	}
 	var n int64
 	for i := range pods.Items {
-		n += podGPUs(&pods.Items[i])
+		held, _ := v1alpha1.PodGPUs(&pods.Items[i].Spec, res)
+		n += held
 	}
 	return int(n), nil
 }
 
-// ForeignGPUsByNode lists, straight from r, the GPUs that pods which are not
-// Voda's hold on each node — the same pods the controller leaves out of its
-// plans. Nodes without such GPUs are left out.
-func ForeignGPUsByNode(ctx context.Context, r client.Reader) (map[string]int, error) {
+// ForeignGPUsByNode lists, straight from r, the units of its resource (resOf
+// the node's name) that pods which are not Voda's hold on each node — the
+// same pods the controller leaves out of its plans. Nodes without such
+// units are left out.
+func ForeignGPUsByNode(ctx context.Context, r client.Reader, resOf func(node string) corev1.ResourceName) (map[string]int, error) {
 	lsel, fsel, err := foreignSelectors()
 	if err != nil {
 		return nil, err
@@ -124,7 +128,10 @@ func ForeignGPUsByNode(ctx context.Context, r client.Reader) (map[string]int, er
 	out := map[string]int{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if n := podGPUs(p); n > 0 && p.Spec.NodeName != "" {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		if n, _ := v1alpha1.PodGPUs(&p.Spec, resOf(p.Spec.NodeName)); n > 0 {
 			out[p.Spec.NodeName] += int(n)
 		}
 	}

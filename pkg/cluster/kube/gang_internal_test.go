@@ -59,7 +59,7 @@ func templates(t *testing.T, u *unstructured.Unstructured) (launcher, worker cor
 // Voda's gate stays on the workers.
 func TestBuildMPIJobSchedulerPlugins(t *testing.T) {
 	g, _ := Gang{Scheduler: GangSchedulerPlugins}.Resolve()
-	u, err := buildMPIJob(testJob(), 3, g)
+	u, err := buildMPIJob(testJob(), 3, g, v1alpha1.GPUResource, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestBuildMPIJobSchedulerPlugins(t *testing.T) {
 
 func TestBuildMPIJobVolcano(t *testing.T) {
 	g, _ := Gang{Scheduler: GangVolcano}.Resolve()
-	u, err := buildMPIJob(testJob(), 2, g)
+	u, err := buildMPIJob(testJob(), 2, g, v1alpha1.GPUResource, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

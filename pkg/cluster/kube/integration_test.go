@@ -52,6 +52,7 @@ func TestIntegrationController(t *testing.T) {
 	t.Run("PyTorchLifecycle", func(t *testing.T) { testPyTorchLifecycle(t, k) })
 	t.Run("PyTorchGangTimeout", func(t *testing.T) { testPyTorchGangTimeout(t, k) })
 	t.Run("WorkerGPUsMismatch", func(t *testing.T) { testWorkerGPUsMismatch(t, k) })
+	t.Run("Accelerators", func(t *testing.T) { testAccelerators(t, k) })
 	// Last of those that run jobs: it removes the PyTorchJob kind.
 	t.Run("PyTorchWithoutOperator", func(t *testing.T) { testPyTorchWithoutOperator(t, k) })
 	// Every scenario above ran its controllers as the chart's

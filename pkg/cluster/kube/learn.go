@@ -23,7 +23,7 @@ import (
 // GPUs per worker (for scripts that turn ranks into workers) and, when
 // progress reports are on, where and how to report.
 func (c *Controller) childEnv(tj *v1alpha1.TrainingJob) []corev1.EnvVar {
-	k, _ := tj.Spec.WorkerGPUs()
+	k, _ := c.workerUnits(tj)
 	return append([]corev1.EnvVar{{Name: progress.EnvGPUsPerWorker, Value: strconv.Itoa(k)}}, c.progressEnv(tj)...)
 }
 

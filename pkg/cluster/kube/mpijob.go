@@ -31,16 +31,16 @@ var MPIJobGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v2beta1
 //
 // env, if any, is added to every container of the launcher and the workers
 // (the progress URL and token).
-func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, env ...corev1.EnvVar) (*unstructured.Unstructured, error) {
+func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, res corev1.ResourceName, env []corev1.EnvVar) (*unstructured.Unstructured, error) {
 	t := tj.Spec.Template.MPIJob
 	if t == nil {
 		return nil, fmt.Errorf("training job %s/%s has no template.mpiJob", tj.Namespace, tj.Name)
 	}
-	k, err := tj.Spec.WorkerGPUs()
+	k, err := tj.Spec.WorkerAccelerators(res)
 	if err != nil {
 		return nil, err
 	}
-	worker := workerTemplate(tj.Name, t.Worker, k, "")
+	worker := workerTemplate(tj.Name, t.Worker, k, res, "")
 	launcher := t.Launcher.DeepCopy()
 	addLabel(&launcher.ObjectMeta, v1alpha1.JobLabel, tj.Name)
 	g.join(worker, tj.Name)
@@ -98,10 +98,10 @@ func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, env ...corev1.
 }
 
 // workerTemplate adds Voda's label and scheduling gate to the worker pod
-// template, and k GPUs to its container named container (or its first)
-// unless it asks for GPUs (then it asks for k: see
-// TrainingJobSpec.WorkerGPUs).
-func workerTemplate(job string, in corev1.PodTemplateSpec, k int, container string) *corev1.PodTemplateSpec {
+// template, and k units of res to its container named container (or its
+// first) unless it asks for res (then it asks for k: see
+// TrainingJobSpec.WorkerAccelerators).
+func workerTemplate(job string, in corev1.PodTemplateSpec, k int, res corev1.ResourceName, container string) *corev1.PodTemplateSpec {
 	t := in.DeepCopy()
 	addLabel(&t.ObjectMeta, v1alpha1.JobLabel, job)
 	gated := false
@@ -111,7 +111,7 @@ func workerTemplate(job string, in corev1.PodTemplateSpec, k int, container stri
 	if !gated {
 		t.Spec.SchedulingGates = append(t.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: v1alpha1.PlacementGate})
 	}
-	if _, asked := v1alpha1.PodGPUs(&t.Spec, v1alpha1.GPUResource); !asked && len(t.Spec.Containers) > 0 {
+	if _, asked := v1alpha1.PodGPUs(&t.Spec, res); !asked && len(t.Spec.Containers) > 0 {
 		c := &t.Spec.Containers[0]
 		for i := range t.Spec.Containers {
 			if t.Spec.Containers[i].Name == container {
@@ -121,7 +121,7 @@ func workerTemplate(job string, in corev1.PodTemplateSpec, k int, container stri
 		if c.Resources.Limits == nil {
 			c.Resources.Limits = corev1.ResourceList{}
 		}
-		c.Resources.Limits[v1alpha1.GPUResource] = *resource.NewQuantity(int64(k), resource.DecimalSI)
+		c.Resources.Limits[res] = *resource.NewQuantity(int64(k), resource.DecimalSI)
 	}
 	return t
 }

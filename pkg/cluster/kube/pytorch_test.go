@@ -405,3 +405,68 @@ func testWorkerGPUsMismatch(t *testing.T, k *cluster) {
 		t.Errorf("two holds %d GPUs, %d per worker; want 2 and 2", two.Status.GPUs, two.Status.GPUsPerWorker)
 	}
 }
+
+// testAccelerators: GPU types that schedule other resources — AMD GPUs, MIG
+// slices, CPU cores — each counted from its nodes' allocatable, each job's
+// workers asking for that resource; a pod that is not Voda's taking cores
+// of the CPU node is planned around.
+func testAccelerators(t *testing.T, k *cluster) {
+	const ns = "accelerators"
+	ctx := context.Background()
+	k.scenario(t, ns, "acc-nvidia", 1, 4)
+	nodes, err := k.env.CreateGPUNodes(ctx,
+		testenv.NodeSpec{GPUType: "acc-amd", Count: 1, GPUs: 4, Resource: "amd.com/gpu"},
+		testenv.NodeSpec{GPUType: "acc-mig", Count: 1, GPUs: 7, Resource: "nvidia.com/mig-1g.10gb"},
+		testenv.NodeSpec{GPUType: "acc-cpu", Count: 1, GPUs: 8, Resource: corev1.ResourceCPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pod that is not Voda's holds 2 of the CPU node's 8 cores.
+	k.create(t, nodePod(ns, "notebook", nodes[2], corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}))
+	o := controllerOpts(t, "acc-nvidia", "acc-amd", "acc-mig", "acc-cpu")
+	o.Accelerators = v1alpha1.Accelerators{"acc-amd": "amd.com/gpu", "acc-mig": "nvidia.com/mig-1g.10gb", "acc-cpu": corev1.ResourceCPU}
+	k.startController(t, o)
+	k.create(t,
+		newPyTorchJob(ns, "nv", "acc-nvidia", 1, 4, 2),
+		newPyTorchJob(ns, "amd", "acc-amd", 1, 4, 2),
+		newJob(ns, "mig", "acc-mig", 1, 8),
+		newPyTorchJob(ns, "cpu", "acc-cpu", 1, 4, 2))
+	want := map[string]struct {
+		workers int32
+		res     corev1.ResourceName
+		per     int64
+	}{
+		"nv": {2, v1alpha1.GPUResource, 2}, "amd": {2, "amd.com/gpu", 2}, "mig": {7, "nvidia.com/mig-1g.10gb", 1},
+		// 8 cores less the notebook's 2 (1.5, rounded up): 3 workers of 2.
+		"cpu": {3, corev1.ResourceCPU, 2},
+	}
+	err = testenv.PollUntil(ctx, 120*time.Second, "every job settled on its resource", func(ctx context.Context) (bool, error) {
+		for name, w := range want {
+			tj := &v1alpha1.TrainingJob{}
+			if err := k.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, tj); err != nil {
+				return false, err
+			}
+			if tj.Status.Phase != v1alpha1.PhaseRunning || tj.Status.Workers != w.workers || tj.Status.GPUs != w.workers*int32(w.per) {
+				return false, fmt.Errorf("%s is %s with %d workers (%d units): %s", name, tj.Status.Phase, tj.Status.Workers, tj.Status.GPUs, tj.Status.Message)
+			}
+			pods, err := k.workers(ctx, ns, name)
+			if err != nil {
+				return false, err
+			}
+			for i, p := range pods {
+				c := p.Spec.Containers[0]
+				q := c.Resources.Limits[w.res]
+				if v1alpha1.Units(q, w.res) != w.per || p.Status.Phase != corev1.PodRunning {
+					return false, fmt.Errorf("%s worker %d: %s, limits %v, want %d %s", name, i, p.Status.Phase, c.Resources.Limits, w.per, w.res)
+				}
+				if _, ok := c.Resources.Limits[v1alpha1.GPUResource]; ok && w.res != v1alpha1.GPUResource {
+					return false, fmt.Errorf("%s worker %d asks for NVIDIA GPUs: %v", name, i, c.Resources.Limits)
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

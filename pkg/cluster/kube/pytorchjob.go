@@ -25,16 +25,16 @@ const defaultMaxRestarts = 100
 // the MPIJob, it carries Voda's label, placement gate and GPUs on its
 // workers, has the TrainingJob as controlling owner, and joins the job's
 // PodGroup under a gang scheduler.
-func buildPyTorchJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, env []corev1.EnvVar) (*unstructured.Unstructured, error) {
+func buildPyTorchJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, res corev1.ResourceName, env []corev1.EnvVar) (*unstructured.Unstructured, error) {
 	t := tj.Spec.Template.PyTorchJob
 	if t == nil {
 		return nil, fmt.Errorf("training job %s/%s has no template.pytorchJob", tj.Namespace, tj.Name)
 	}
-	k, err := tj.Spec.WorkerGPUs()
+	k, err := tj.Spec.WorkerAccelerators(res)
 	if err != nil {
 		return nil, err
 	}
-	worker := workerTemplate(tj.Name, t.Worker, k, v1alpha1.PyTorchContainer)
+	worker := workerTemplate(tj.Name, t.Worker, k, res, v1alpha1.PyTorchContainer)
 	g.join(worker, tj.Name)
 	for i := range worker.Spec.Containers {
 		worker.Spec.Containers[i].Env = append(worker.Spec.Containers[i].Env, env...)

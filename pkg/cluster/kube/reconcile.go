@@ -94,9 +94,10 @@ func (n nodeInfo) usable() bool { return n.gpuType != "" && n.gpus > 0 }
 func (n nodeInfo) node(name string) api.Node { return api.Node{Name: api.NodeName(name), GPUs: n.gpus} }
 
 // nodeInfoOf reads a node: its GPU type from the accelerator label and its
-// GPUs from the allocatable nvidia.com/gpu. A cordoned or deleted node
-// offers nothing.
-func nodeInfoOf(n *corev1.Node) nodeInfo {
+// GPUs from the allocatable resource of that type (nvidia.com/gpu unless acc
+// names another; whole cores for cpu). A cordoned or deleted node offers
+// nothing.
+func nodeInfoOf(n *corev1.Node, acc v1alpha1.Accelerators) nodeInfo {
 	info := nodeInfo{hostname: n.Labels[corev1.LabelHostname]}
 	if info.hostname == "" {
 		info.hostname = n.Name
@@ -107,20 +108,22 @@ func nodeInfoOf(n *corev1.Node) nodeInfo {
 	if n.DeletionTimestamp != nil || n.Spec.Unschedulable {
 		return info
 	}
-	q, ok := n.Status.Allocatable[v1alpha1.GPUResource]
+	t := n.Labels[v1alpha1.AcceleratorLabel]
+	res := acc.Of(t)
+	q, ok := n.Status.Allocatable[res]
 	if !ok {
 		return info
 	}
-	info.gpuType = api.GPUType(n.Labels[v1alpha1.AcceleratorLabel])
-	info.gpus = int(q.Value())
+	info.gpuType = api.GPUType(t)
+	info.gpus = int(v1alpha1.Units(q, res))
 	return info
 }
 
 // NodeGPUs is what the scheduler counts of a node: its GPU type and its
-// GPUs. A node the scheduler does not use (no label, no GPUs, cordoned,
-// being deleted) has none.
-func NodeGPUs(n *corev1.Node) (api.GPUType, int) {
-	info := nodeInfoOf(n)
+// GPUs (the units of its type's resource in acc). A node the scheduler does
+// not use (no label, no GPUs, cordoned, being deleted) has none.
+func NodeGPUs(n *corev1.Node, acc v1alpha1.Accelerators) (api.GPUType, int) {
+	info := nodeInfoOf(n, acc)
 	if !info.usable() {
 		return "", 0
 	}
@@ -130,11 +133,11 @@ func NodeGPUs(n *corev1.Node) (api.GPUType, int) {
 // nodeInfo is what the engines see of a node: nodeInfoOf, less the GPUs
 // other pods hold there.
 func (c *Controller) nodeInfo(ctx context.Context, n *corev1.Node) (nodeInfo, error) {
-	info := nodeInfoOf(n)
+	info := nodeInfoOf(n, c.opts.Accelerators)
 	if info.gpus == 0 {
 		return info, nil
 	}
-	taken, err := c.foreignGPUs(ctx, n.Name)
+	taken, err := c.foreignGPUs(ctx, n.Name, c.opts.Accelerators.Of(string(info.gpuType)))
 	if err != nil {
 		return info, err
 	}
@@ -275,8 +278,19 @@ func (c *Controller) admissible(tj *v1alpha1.TrainingJob, rt *workload) error {
 		return fmt.Errorf("the %s kind (%s) is not installed in this cluster: install its operator (docs/install.md) and restart Voda's controller, or use another runtime",
 			rt.kind, rt.gvk.GroupVersion())
 	}
-	_, err := tj.Spec.WorkerGPUs()
+	_, err := c.workerUnits(tj)
 	return err
+}
+
+// workerUnits is the units of its GPU type's resource each worker of a job
+// holds (see TrainingJobSpec.WorkerAccelerators).
+func (c *Controller) workerUnits(tj *v1alpha1.TrainingJob) (int, error) {
+	return tj.Spec.WorkerAccelerators(c.resourceOf(tj))
+}
+
+// resourceOf is the node resource a job's GPU type schedules.
+func (c *Controller) resourceOf(tj *v1alpha1.TrainingJob) corev1.ResourceName {
+	return c.opts.Accelerators.Of(tj.Spec.GPUType)
 }
 
 // refuse ends a new job whose spec Voda cannot honour (the REST API refuses
@@ -379,7 +393,7 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 		return 0, err
 	}
 	if child == nil {
-		u, err := rt.build(tj, n, c.opts.Gang, c.childEnv(tj))
+		u, err := rt.build(tj, n, c.opts.Gang, c.resourceOf(tj), c.childEnv(tj))
 		if err != nil {
 			return 0, err
 		}

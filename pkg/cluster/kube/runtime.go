@@ -24,8 +24,9 @@ type workload struct {
 	// others is the pods of a running child besides its workers (the MPI
 	// launcher), which a gang must count.
 	others int32
-	// build returns the child running tj with the given workers.
-	build func(tj *v1alpha1.TrainingJob, workers int32, g Gang, env []corev1.EnvVar) (*unstructured.Unstructured, error)
+	// build returns the child running tj with the given workers, each
+	// holding the job's units of res.
+	build func(tj *v1alpha1.TrainingJob, workers int32, g Gang, res corev1.ResourceName, env []corev1.EnvVar) (*unstructured.Unstructured, error)
 }
 
 // PyTorchJobGVK is the Kubeflow PyTorchJob kind Voda creates for a
@@ -35,9 +36,7 @@ var PyTorchJobGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1"
 var (
 	mpiRuntime = &workload{kind: "MPIJob", gvk: MPIJobGVK, others: 1,
 		replicas: []string{"spec", "mpiReplicaSpecs", "Worker", "replicas"},
-		build: func(tj *v1alpha1.TrainingJob, workers int32, g Gang, env []corev1.EnvVar) (*unstructured.Unstructured, error) {
-			return buildMPIJob(tj, workers, g, env...)
-		}}
+		build:    buildMPIJob}
 	pytorchRuntime = &workload{kind: "PyTorchJob", gvk: PyTorchJobGVK,
 		replicas: []string{"spec", "pytorchReplicaSpecs", "Worker", "replicas"},
 		build:    buildPyTorchJob}

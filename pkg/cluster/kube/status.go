@@ -24,11 +24,12 @@ func jobKey(id api.JobID) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: name}
 }
 
-// specOf turns a TrainingJob spec into the engine's job spec. A spec whose
-// GPUs per worker are in error (see TrainingJobSpec.WorkerGPUs) is refused
+// specOf turns a TrainingJob spec into the engine's job spec, with its GPUs
+// per worker counted in its GPU type's resource (acc). A spec whose GPUs per
+// worker are in error (see TrainingJobSpec.WorkerAccelerators) is refused
 // before it gets here.
-func specOf(s v1alpha1.TrainingJobSpec) api.JobSpec {
-	k, _ := s.WorkerGPUs()
+func specOf(s v1alpha1.TrainingJobSpec, acc v1alpha1.Accelerators) api.JobSpec {
+	k, _ := s.WorkerAccelerators(acc.Of(s.GPUType))
 	return api.JobSpec{
 		GPUsPerWorker:    k,
 		GPUType:          api.GPUType(s.GPUType),
@@ -79,7 +80,7 @@ func statusOf(j scheduler.Job, now time.Time) v1alpha1.TrainingJobStatus {
 // recordOf rebuilds the engine's record of a job from its TrainingJob,
 // bringing the counters from the status's AccountedTime up to now: the time
 // the controller was away still counts.
-func recordOf(tj *v1alpha1.TrainingJob, now time.Time) scheduler.Job {
+func recordOf(tj *v1alpha1.TrainingJob, now time.Time, acc v1alpha1.Accelerators) scheduler.Job {
 	s := tj.Status
 	phase := api.Phase(s.Phase)
 	if s.Phase == v1alpha1.PhaseStarting {
@@ -87,7 +88,7 @@ func recordOf(tj *v1alpha1.TrainingJob, now time.Time) scheduler.Job {
 	}
 	j := scheduler.Job{
 		ID:                     jobID(types.NamespacedName{Namespace: tj.Namespace, Name: tj.Name}),
-		Spec:                   specOf(tj.Spec),
+		Spec:                   specOf(tj.Spec, acc),
 		Phase:                  phase,
 		Workers:                int(s.Workers),
 		Queue:                  int(s.Queue),

@@ -37,7 +37,7 @@ func testJob() *v1alpha1.TrainingJob {
 // time the controller was away added to the running counters.
 func TestStatusRoundTrip(t *testing.T) {
 	rec := scheduler.Job{
-		ID: "ns/bert", Spec: specOf(testJob().Spec), Phase: api.PhaseRunning,
+		ID: "ns/bert", Spec: specOf(testJob().Spec, nil), Phase: api.PhaseRunning,
 		Workers: 2, Nodes: []api.NodeName{"n1", "n2"}, Queue: 1,
 		Submitted: t0, FirstStarted: t0.Add(time.Minute), LastStarted: t0.Add(2 * time.Minute),
 		WaitingSeconds: 60, RunningSeconds: 120.5, GPUSeconds: 241, SinceStartGPUSeconds: 100,
@@ -49,7 +49,7 @@ func TestStatusRoundTrip(t *testing.T) {
 	if tj.Status.Running != "2m1s" || tj.Status.Waiting != "1m0s" {
 		t.Errorf("words: running %q waiting %q", tj.Status.Running, tj.Status.Waiting)
 	}
-	back := recordOf(tj, t0.Add(3*time.Minute+10*time.Second))
+	back := recordOf(tj, t0.Add(3*time.Minute+10*time.Second), nil)
 	want := rec
 	want.RunningSeconds += 10
 	want.GPUSeconds += 20
@@ -63,7 +63,7 @@ func TestStatusRoundTrip(t *testing.T) {
 func TestRecordOfWaiting(t *testing.T) {
 	tj := testJob()
 	tj.Status = v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseWaiting, WaitingMillis: 5000, AccountedTime: &metav1.Time{Time: t0}}
-	r := recordOf(tj, t0.Add(7*time.Second))
+	r := recordOf(tj, t0.Add(7*time.Second), nil)
 	if r.WaitingSeconds != 12 || r.WaitingSinceRunSeconds != 7 || r.Submitted != t0 || r.Remaining != -1 {
 		t.Errorf("record %+v", r)
 	}
@@ -110,7 +110,7 @@ func TestSameDecisionIgnoresCounters(t *testing.T) {
 // The MPIJob carries the user's template plus Voda's gate, label and GPU,
 // and belongs to the TrainingJob.
 func TestBuildMPIJob(t *testing.T) {
-	u, err := buildMPIJob(testJob(), 3, Gang{})
+	u, err := buildMPIJob(testJob(), 3, Gang{}, v1alpha1.GPUResource, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestNodeInfo(t *testing.T) {
 		Allocatable: corev1.ResourceList{v1alpha1.GPUResource: *resourceQ(4)},
 	}
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1alpha1.AcceleratorLabel: "v100", corev1.LabelHostname: "host1"}}, Status: ready}
-	if got := nodeInfoOf(n); got != (nodeInfo{gpuType: "v100", gpus: 4, hostname: "host1"}) {
+	if got := nodeInfoOf(n, nil); got != (nodeInfo{gpuType: "v100", gpus: 4, hostname: "host1"}) {
 		t.Errorf("ready node: %+v", got)
 	}
 	cordoned := n.DeepCopy()
@@ -205,13 +205,13 @@ func TestNodeInfo(t *testing.T) {
 	delete(unlabelled.Labels, v1alpha1.AcceleratorLabel)
 	notReady := n.DeepCopy()
 	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
-	if !nodeInfoOf(notReady).usable() {
+	if !nodeInfoOf(notReady, nil).usable() {
 		t.Error("a node that is briefly not Ready lost its place")
 	}
 	noGPUs := n.DeepCopy()
 	noGPUs.Status.Allocatable = nil
 	for name, n := range map[string]*corev1.Node{"cordoned": cordoned, "unlabelled": unlabelled, "no GPUs": noGPUs} {
-		if nodeInfoOf(n).usable() {
+		if nodeInfoOf(n, nil).usable() {
 			t.Errorf("%s node is usable", name)
 		}
 	}
@@ -269,11 +269,11 @@ func TestPodGPUs(t *testing.T) {
 	}
 	for _, c := range cases {
 		p := &corev1.Pod{Spec: corev1.PodSpec{Containers: c.containers, InitContainers: c.inits}}
-		if got := podGPUs(p); got != c.want {
+		if got, _ := v1alpha1.PodGPUs(&p.Spec, v1alpha1.GPUResource); got != c.want {
 			t.Errorf("%s: %d GPUs, want %d", c.name, got, c.want)
 		}
-		slim, _ := slimPod(p)
-		if got := podGPUs(slim.(*corev1.Pod)); got != c.want {
+		slim, _ := slimPod([]corev1.ResourceName{v1alpha1.GPUResource, corev1.ResourceCPU})(p)
+		if got, _ := v1alpha1.PodGPUs(&slim.(*corev1.Pod).Spec, v1alpha1.GPUResource); got != c.want {
 			t.Errorf("%s: the cached pod holds %d GPUs, want %d", c.name, got, c.want)
 		}
 	}
@@ -293,7 +293,7 @@ func TestBuildMPIJobWithWorkersOfSeveralGPUs(t *testing.T) {
 	}
 	tj := testJob()
 	tj.Spec.GPUsPerWorker = 4
-	u, err := buildMPIJob(tj, 2, Gang{})
+	u, err := buildMPIJob(tj, 2, Gang{}, v1alpha1.GPUResource, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,18 +307,18 @@ func TestBuildMPIJobWithWorkersOfSeveralGPUs(t *testing.T) {
 	tj = testJob()
 	c := &tj.Spec.Template.MPIJob.Worker.Spec.Containers[0]
 	c.Resources.Limits = corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("2")}
-	if u, err = buildMPIJob(tj, 2, Gang{}); err != nil {
+	if u, err = buildMPIJob(tj, 2, Gang{}, v1alpha1.GPUResource, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := limit(u); n != 2 {
 		t.Errorf("worker asks for %d GPUs, want the template's 2", n)
 	}
-	if k := specOf(tj.Spec).K(); k != 2 {
+	if k := specOf(tj.Spec, nil).K(); k != 2 {
 		t.Errorf("the engine counts %d GPUs per worker, want 2", k)
 	}
 
 	tj.Spec.GPUsPerWorker = 1
-	if _, err := buildMPIJob(tj, 2, Gang{}); err == nil || !strings.Contains(err.Error(), "spec.gpusPerWorker is 1 but") {
+	if _, err := buildMPIJob(tj, 2, Gang{}, v1alpha1.GPUResource, nil); err == nil || !strings.Contains(err.Error(), "spec.gpusPerWorker is 1 but") {
 		t.Errorf("a mismatch built an MPIJob: %v", err)
 	}
 }
@@ -349,7 +349,7 @@ func TestStatusSaysStartingUntilEveryWorkerRuns(t *testing.T) {
 	}
 	tj := testJob()
 	tj.Status = s
-	if back := recordOf(tj, t0); back.Phase != api.PhaseRunning {
+	if back := recordOf(tj, t0, nil); back.Phase != api.PhaseRunning {
 		t.Errorf("a Starting status restores as %s, want Running", back.Phase)
 	}
 	c.sawWorkers(rec.ID, seen{running: 2})
@@ -405,7 +405,7 @@ func pytorchTestJob() *v1alpha1.TrainingJob {
 // label and GPUs on the container the operator configures.
 func TestBuildPyTorchJob(t *testing.T) {
 	tj := pytorchTestJob()
-	u, err := buildPyTorchJob(tj, 3, Gang{}, []corev1.EnvVar{{Name: "VODA_GPUS_PER_WORKER", Value: "4"}})
+	u, err := buildPyTorchJob(tj, 3, Gang{}, v1alpha1.GPUResource, []corev1.EnvVar{{Name: "VODA_GPUS_PER_WORKER", Value: "4"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,5 +460,68 @@ func TestBuildPyTorchJob(t *testing.T) {
 	}
 	if m := mpiRuntime.minMember(3); m != 4 {
 		t.Errorf("an MPIJob gang of 3 workers has minMember %d, want 4", m)
+	}
+}
+
+// Each GPU type counts its own resource: whole cores for a CPU type, a MIG
+// profile, AMD GPUs; a template that asks for NVIDIA GPUs on another type is
+// refused by name.
+func TestAccelerators(t *testing.T) {
+	acc, err := v1alpha1.ParseAccelerators([]string{"mi300=amd.com/gpu", "a100-mig=nvidia.com/mig-1g.10gb", "cpu-pool=cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := func(gpuType string, res corev1.ResourceList) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{v1alpha1.AcceleratorLabel: gpuType}},
+			Status: corev1.NodeStatus{Allocatable: res}}
+	}
+	cases := []struct {
+		node *corev1.Node
+		want int
+	}{
+		{node("v100", corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("8"), "amd.com/gpu": resource.MustParse("2")}), 8},
+		{node("mi300", corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("8"), "amd.com/gpu": resource.MustParse("2")}), 2},
+		{node("a100-mig", corev1.ResourceList{"nvidia.com/mig-1g.10gb": resource.MustParse("7")}), 7},
+		{node("cpu-pool", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("63500m")}), 63},
+		{node("mi300", corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("8")}), 0},
+	}
+	for _, c := range cases {
+		if _, got := NodeGPUs(c.node, acc); got != c.want {
+			t.Errorf("%s node %v: %d units, want %d", c.node.Labels[v1alpha1.AcceleratorLabel], c.node.Status.Allocatable, got, c.want)
+		}
+	}
+
+	tj := testJob()
+	tj.Spec.GPUType = "cpu-pool"
+	tj.Spec.Template.MPIJob.Worker.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3500m")}
+	if k := specOf(tj.Spec, acc).K(); k != 4 {
+		t.Errorf("a worker asking for 3.5 cores counts %d, want 4 (rounded up)", k)
+	}
+	tj = testJob()
+	tj.Spec.GPUType, tj.Spec.GPUsPerWorker = "mi300", 2
+	u, err := buildMPIJob(tj, 1, Gang{}, acc.Of("mi300"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _, _ := unstructured.NestedMap(u.Object, "spec", "mpiReplicaSpecs", "Worker", "template")
+	var tpl corev1.PodTemplateSpec
+	if err := fromUnstructured(w, &tpl); err != nil {
+		t.Fatal(err)
+	}
+	if q := tpl.Spec.Containers[0].Resources.Limits["amd.com/gpu"]; q.Value() != 2 {
+		t.Errorf("the worker asks for %v amd.com/gpu, want 2", q.Value())
+	}
+	if _, ok := tpl.Spec.Containers[0].Resources.Limits[v1alpha1.GPUResource]; ok {
+		t.Error("an AMD worker asks for NVIDIA GPUs")
+	}
+	tj.Spec.Template.MPIJob.Worker.Spec.Containers[0].Resources.Limits = corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("2")}
+	if _, err := tj.Spec.WorkerAccelerators(acc.Of("mi300")); err == nil || !strings.Contains(err.Error(), "the job's GPU type schedules amd.com/gpu") {
+		t.Errorf("NVIDIA GPUs on an AMD type: %v", err)
+	}
+
+	for _, bad := range [][]string{{"x"}, {"a=memory"}, {"a=kubernetes.io/foo"}, {"a=amd.com/gpu", "a=cpu"}, {"bad type=cpu"}} {
+		if _, err := v1alpha1.ParseAccelerators(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }

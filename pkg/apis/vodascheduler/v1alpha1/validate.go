@@ -73,21 +73,26 @@ func (tj *TrainingJob) Validate() error {
 	return errors.Join(errs...)
 }
 
-// PodGPUs is the accelerators of a resource a pod spec asks for: the larger
-// of its containers' sum and its largest init container, requests or else
-// limits (extended resources cannot be overcommitted, so the two are equal
-// when both are set). asked is false when no container names the resource.
+// PodGPUs is the units of a resource a pod spec asks for: the larger of its
+// containers' sum and its largest init container, requests or else limits
+// (extended resources cannot be overcommitted, so the two are equal when
+// both are set). CPU is counted in millicores and rounded up to whole
+// cores, so a pod is never counted as taking less than it does. asked is
+// false when no container names the resource.
 func PodGPUs(spec *corev1.PodSpec, res corev1.ResourceName) (n int64, asked bool) {
 	of := func(c *corev1.Container) int64 {
-		if q, ok := c.Resources.Requests[res]; ok {
-			asked = true
-			return q.Value()
+		q, ok := c.Resources.Requests[res]
+		if !ok {
+			q, ok = c.Resources.Limits[res]
 		}
-		if q, ok := c.Resources.Limits[res]; ok {
-			asked = true
-			return q.Value()
+		if !ok {
+			return 0
 		}
-		return 0
+		asked = true
+		if res == corev1.ResourceCPU {
+			return (q.MilliValue() + 999) / 1000
+		}
+		return q.Value()
 	}
 	var sum, init int64
 	for i := range spec.Containers {
@@ -99,12 +104,17 @@ func PodGPUs(spec *corev1.PodSpec, res corev1.ResourceName) (n int64, asked bool
 	return max(sum, init), asked
 }
 
-// WorkerGPUs is the GPUs each worker of the job holds, as Voda counts
-// them: spec.gpusPerWorker, else what the worker template asks for, else 1.
-// A template that asks for a different number than spec.gpusPerWorker, or
+// WorkerGPUs is WorkerAccelerators of GPUResource (nvidia.com/gpu), the
+// resource of every GPU type that names no other.
+func (s *TrainingJobSpec) WorkerGPUs() (int, error) { return s.WorkerAccelerators(GPUResource) }
+
+// WorkerAccelerators is the units of its GPU type's resource (GPUs, or
+// cores of a CPU type) each worker of the job holds, as Voda counts them:
+// spec.gpusPerWorker, else what the worker template asks for, else 1. A
+// template that asks for a different number than spec.gpusPerWorker, or
 // for none at all, is an error naming both fields: Voda never counts a
-// worker as holding fewer GPUs than its pod takes.
-func (s *TrainingJobSpec) WorkerGPUs() (int, error) {
+// worker as holding fewer than its pod takes.
+func (s *TrainingJobSpec) WorkerAccelerators(res corev1.ResourceName) (int, error) {
 	field, worker := s.Template.workerTemplate()
 	if s.GPUsPerWorker < 0 || s.GPUsPerWorker > api.MaxGPUsPerWorker {
 		return 0, fmt.Errorf("spec.gpusPerWorker is %d, must be between 1 and %d", s.GPUsPerWorker, api.MaxGPUsPerWorker)
@@ -112,16 +122,19 @@ func (s *TrainingJobSpec) WorkerGPUs() (int, error) {
 	if worker == nil {
 		return max(int(s.GPUsPerWorker), 1), nil
 	}
-	asked, ok := PodGPUs(&worker.Spec, GPUResource)
+	if n, _ := PodGPUs(&worker.Spec, GPUResource); res != GPUResource && n > 0 {
+		return 0, fmt.Errorf("%s.spec asks for %d %s, but the job's GPU type schedules %s: ask for that instead", field, n, GPUResource, res)
+	}
+	asked, ok := PodGPUs(&worker.Spec, res)
 	switch {
 	case !ok:
 		return max(int(s.GPUsPerWorker), 1), nil
 	case asked < 1:
-		return 0, fmt.Errorf("%s.spec asks for %d %s: a worker needs at least one GPU (remove the resource and set spec.gpusPerWorker, or ask for 1 or more)", field, asked, GPUResource)
+		return 0, fmt.Errorf("%s.spec asks for %d %s: a worker needs at least one (remove the resource and set spec.gpusPerWorker, or ask for 1 or more)", field, asked, res)
 	case asked > api.MaxGPUsPerWorker:
-		return 0, fmt.Errorf("%s.spec asks for %d %s per worker, more than %d", field, asked, GPUResource, api.MaxGPUsPerWorker)
+		return 0, fmt.Errorf("%s.spec asks for %d %s per worker, more than %d", field, asked, res, api.MaxGPUsPerWorker)
 	case s.GPUsPerWorker != 0 && int64(s.GPUsPerWorker) != asked:
-		return 0, fmt.Errorf("spec.gpusPerWorker is %d but %s.spec asks for %d %s per worker: make them equal, or leave one out", s.GPUsPerWorker, field, asked, GPUResource)
+		return 0, fmt.Errorf("spec.gpusPerWorker is %d but %s.spec asks for %d %s per worker: make them equal, or leave one out", s.GPUsPerWorker, field, asked, res)
 	}
 	return int(asked), nil
 }

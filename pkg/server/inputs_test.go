@@ -199,7 +199,7 @@ func badInputs() []badInput {
 		{"template GPUs disagree with gpusPerWorker", yamlCT, tj("kmis", "  epochs: 3", "  epochs: 3\n  gpusPerWorker: 4", workerImage, workerImage+twoGPUs), 400,
 			"spec.gpusPerWorker is 4 but spec.template.mpiJob.worker.spec asks for 2 nvidia.com/gpu per worker", false},
 		{"worker asks for no GPU", yamlCT, tj("kzero", workerImage, workerImage+"            resources: {limits: {nvidia.com/gpu: 0}}\n"), 400,
-			"asks for 0 nvidia.com/gpu: a worker needs at least one GPU", false},
+			"asks for 0 nvidia.com/gpu: a worker needs at least one", false},
 		{"gpusPerWorker too large", yamlCT, tj("kbig", "  epochs: 3", "  epochs: 3\n  gpusPerWorker: 2000"), 400, "spec.gpusPerWorker is 2000", false},
 		{"negative gpusPerWorker", yamlCT, tj("kneg", "  epochs: 3", "  epochs: 3\n  gpusPerWorker: -1"), 400, "spec.gpusPerWorker is -1", false},
 		{"both runtimes", yamlCT, ptj("both", "    pytorchJob:\n", "    mpiJob:\n      launcher: {spec: {containers: [{name: l, image: i}]}}\n      worker: {spec: {containers: [{name: w, image: i}]}}\n    pytorchJob:\n"), 400,

@@ -70,9 +70,10 @@ fuzz: ## Run every fuzz target for FUZZTIME each.
 # Budgets are counts, not durations: with a duration, Go 1.26's fuzzing
 # coordinator can fail a clean run with "context deadline exceeded" as the
 # time runs out (go.dev/issue/75804, fixed in Go 1.27). About 10 s each here.
-fuzz-short: ## Fuzz what parses untrusted input (API bodies, original job files) briefly; CI runs it.
+fuzz-short: ## Fuzz what parses untrusted input (API bodies, original job files, PyTorchJobs) briefly; CI runs it.
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJob$$' -fuzztime 20000x ./pkg/server
 	$(GO) test -run '^$$' -fuzz '^FuzzFromMPIJob$$' -fuzztime 100000x ./pkg/compat
+	$(GO) test -run '^$$' -fuzz '^FuzzFromPyTorchJob$$' -fuzztime 50000x ./pkg/compat
 
 eval: ## Regenerate docs/evaluation.md from ../shared/traces (all policies, 4 loads).
 	$(GO) run ./hack/eval

@@ -115,3 +115,25 @@ func TestPyTorchJobGPUsPerWorker(t *testing.T) {
 		}
 	}
 }
+
+func FuzzFromPyTorchJob(f *testing.F) {
+	data, err := os.ReadFile("../../examples/pytorch/elastic-ddp-pytorchjob.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte(elasticJob))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tj, err := compat.FromPyTorchJob(data)
+		if err != nil {
+			return
+		}
+		// Whatever converts is an elastic PyTorch job within the API's rules.
+		s := tj.Spec
+		if s.GPUType == "" || s.MinWorkers < 1 || s.MaxWorkers < s.MinWorkers || s.GPUsPerWorker < 0 ||
+			(s.RequestedWorkers != 0 && (s.RequestedWorkers < s.MinWorkers || s.RequestedWorkers > s.MaxWorkers)) ||
+			s.Template.PyTorchJob == nil || s.Template.MPIJob != nil {
+			t.Fatalf("converted into an invalid spec: %+v", s)
+		}
+	})
+}

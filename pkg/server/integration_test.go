@@ -539,7 +539,8 @@ func testExamples(t *testing.T, e *apiEnv) {
 		jobs, err := alice.ListJobs(ctx, client.JobFilter{GPUType: examplesType})
 		n := 0
 		for _, j := range jobs {
-			if j.Status.Phase == v1alpha1.PhaseRunning || j.Status.Phase == v1alpha1.PhaseWaiting {
+			switch j.Status.Phase {
+			case v1alpha1.PhaseRunning, v1alpha1.PhaseStarting, v1alpha1.PhaseWaiting:
 				n++
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	volcano "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -267,15 +268,19 @@ func testGangTimeoutUnderGangScheduler(t *testing.T, k *cluster) {
 // taint puts a NoSchedule taint on a node, or takes it off.
 func (k *cluster) taint(t *testing.T, node string, on bool) {
 	t.Helper()
-	var n corev1.Node
-	if err := k.c.Get(context.Background(), client.ObjectKey{Name: node}, &n); err != nil {
-		t.Fatal(err)
-	}
-	n.Spec.Taints = nil
-	if on {
-		n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "inference", Effect: corev1.TaintEffectNoSchedule}}
-	}
-	if err := k.c.Update(context.Background(), &n); err != nil {
+	// kwok updates the node's status meanwhile: retry on conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var n corev1.Node
+		if err := k.c.Get(context.Background(), client.ObjectKey{Name: node}, &n); err != nil {
+			return err
+		}
+		n.Spec.Taints = nil
+		if on {
+			n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "inference", Effect: corev1.TaintEffectNoSchedule}}
+		}
+		return k.c.Update(context.Background(), &n)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -438,18 +439,22 @@ func podUIDs(t *testing.T, k *cluster, ns, name string) []types.UID {
 // setLabel sets a node's accelerator label, or removes it when gpu is "".
 func (k *cluster) setLabel(t *testing.T, node, gpu string) {
 	t.Helper()
-	var n corev1.Node
-	if err := k.c.Get(context.Background(), types.NamespacedName{Name: node}, &n); err != nil {
-		t.Fatal(err)
-	}
-	labels := maps.Clone(n.Labels)
-	if gpu == "" {
-		delete(labels, v1alpha1.AcceleratorLabel)
-	} else {
-		labels[v1alpha1.AcceleratorLabel] = gpu
-	}
-	n.Labels = labels
-	if err := k.c.Update(context.Background(), &n); err != nil {
+	// kwok updates the node's status meanwhile: retry on conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var n corev1.Node
+		if err := k.c.Get(context.Background(), types.NamespacedName{Name: node}, &n); err != nil {
+			return err
+		}
+		labels := maps.Clone(n.Labels)
+		if gpu == "" {
+			delete(labels, v1alpha1.AcceleratorLabel)
+		} else {
+			labels[v1alpha1.AcceleratorLabel] = gpu
+		}
+		n.Labels = labels
+		return k.c.Update(context.Background(), &n)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

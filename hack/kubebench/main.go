@@ -130,7 +130,9 @@ func run() error {
 			fmt.Fprintln(os.Stderr, "observe:", err)
 			continue
 		}
-		done := len(seen) == jobs
+		// Done once every job given GPUs runs them all; with workers of
+		// several GPUs not every job fits at once, and the others wait.
+		done := len(seen) > 0
 		for _, st := range seen {
 			done = done && !st.first.IsZero()
 			done = done && st.ok
@@ -207,7 +209,7 @@ func run() error {
 			}
 		}
 	}
-	fmt.Printf("jobs running: %d of %d on %d of %d GPUs; every plan carried out %s after the first creation\n",
+	fmt.Printf("jobs running: %d of %d (the others wait) on %d of %d GPUs; every plan carried out %s after the first creation\n",
 		len(seen), jobs, gpusUsed*int(k), nodes*gpus, all.Round(time.Millisecond))
 	fmt.Printf("creation → status Running (the engine's decision written): p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(decided, 50), pct(decided, 99), pct(decided, 100))
 	fmt.Printf("creation → %s created: p50 %.2f s, p99 %.2f s; → worker pod created: p50 %.2f s, p99 %.2f s; → worker bound: p50 %.2f s, p99 %.2f s (1 s resolution)\n",

@@ -27,7 +27,7 @@ func TestPyTorchJobExampleConverts(t *testing.T) {
 	if got := [4]int32{s.MinWorkers, s.MaxWorkers, s.RequestedWorkers, s.GPUsPerWorker}; got != [4]int32{1, 4, 2, 2} {
 		t.Errorf("min, max, requested, GPUs per worker = %v, want [1 4 2 2]", got)
 	}
-	if tj.Name != "elastic-ddp" || s.GPUType != "nvidia-tesla-v100" || s.Template.Runtime() != "PyTorchJob" {
+	if tj.Name != "elastic-ddp-kubeflow" || s.GPUType != "nvidia-tesla-v100" || s.Template.Runtime() != "PyTorchJob" {
 		t.Errorf("name %q, GPU type %q, runtime %q", tj.Name, s.GPUType, s.Template.Runtime())
 	}
 	p := s.Template.PyTorchJob

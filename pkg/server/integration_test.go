@@ -510,9 +510,14 @@ func testExamples(t *testing.T, e *apiEnv) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 3 || len(orig) < 3 {
-		t.Fatalf("examples: %v %v", files, orig)
+	pytorch, err := filepath.Glob("../../examples/pytorch/*.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(files) < 3 || len(orig) < 3 || len(pytorch) < 2 {
+		t.Fatalf("examples: %v %v %v", files, orig, pytorch)
+	}
+	files = append(files, pytorch...)
 	ctx := context.Background()
 	alice := e.client(t, "alice")
 	var created []string
@@ -532,6 +537,9 @@ func testExamples(t *testing.T, e *apiEnv) {
 		}
 		if tj.Spec.Submitter != "alice" || tj.Spec.GPUType != examplesType || tj.Spec.MinWorkers < 1 {
 			t.Errorf("%s: submitter %q, GPU type %q, min %d", f, tj.Spec.Submitter, tj.Spec.GPUType, tj.Spec.MinWorkers)
+		}
+		if k, err := tj.Spec.WorkerGPUs(); strings.Contains(f, "pytorch") && (tj.Spec.Template.Runtime() != "PyTorchJob" || k != 2 || err != nil) {
+			t.Errorf("%s: runtime %q, %d GPUs per worker (%v); want PyTorchJob, 2", f, tj.Spec.Template.Runtime(), k, err)
 		}
 		created = append(created, tj.Name)
 	}

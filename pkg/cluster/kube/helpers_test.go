@@ -332,8 +332,15 @@ func (k *cluster) waitAllSettled(t *testing.T, ns string, names []string, gpus i
 // waitSettledOff waits until a job has settled on nodes other than off.
 func (k *cluster) waitSettledOff(t *testing.T, ns, name string, n int32, off string) *v1alpha1.TrainingJob {
 	t.Helper()
+	return k.waitOff(t, ns, name, n, off, k.settled)
+}
+
+// waitOff waits until settled says a job has settled, on nodes other than
+// off.
+func (k *cluster) waitOff(t *testing.T, ns, name string, n int32, off string, settled func(ctx context.Context, ns, name string, n int32) (bool, error)) *v1alpha1.TrainingJob {
+	t.Helper()
 	err := testenv.PollUntil(context.Background(), 90*time.Second, name+" settled off "+off, func(ctx context.Context) (bool, error) {
-		if ok, err := k.settled(ctx, ns, name, n); !ok {
+		if ok, err := settled(ctx, ns, name, n); !ok {
 			return false, err
 		}
 		if p := k.job(t, ns, name).Status.Placement; slices.Contains(p, off) {

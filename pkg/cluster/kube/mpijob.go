@@ -87,14 +87,7 @@ func buildMPIJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, res corev1.Res
 	if t.BackoffLimit != nil {
 		spec["runPolicy"].(map[string]any)["backoffLimit"] = int64(*t.BackoffLimit)
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(MPIJobGVK)
-	u.SetName(tj.Name)
-	u.SetNamespace(tj.Namespace)
-	u.SetLabels(map[string]string{v1alpha1.JobLabel: tj.Name})
-	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(tj, v1alpha1.GroupVersion.WithKind("TrainingJob"))})
-	u.Object["spec"] = spec
-	return u, nil
+	return childOf(tj, MPIJobGVK, spec), nil
 }
 
 // workerTemplate adds Voda's label and scheduling gate to the worker pod

@@ -318,19 +318,7 @@ func testPyTorchLifecycle(t *testing.T, k *cluster) {
 // than off.
 func (k *cluster) waitSettledOffPT(t *testing.T, ns, name string, n int32, off string) *v1alpha1.TrainingJob {
 	t.Helper()
-	err := testenv.PollUntil(context.Background(), 90*time.Second, name+" settled off "+off, func(ctx context.Context) (bool, error) {
-		if ok, err := k.ptSettled(ctx, ns, name, n); !ok {
-			return false, err
-		}
-		if p := k.job(t, ns, name).Status.Placement; slices.Contains(p, off) {
-			return false, fmt.Errorf("%s still placed on %s: %v", name, off, p)
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k.job(t, ns, name)
+	return k.waitOff(t, ns, name, n, off, k.ptSettled)
 }
 
 // testPyTorchGangTimeout: a PyTorch job whose workers a node refuses gives

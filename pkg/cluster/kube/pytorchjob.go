@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -68,12 +67,5 @@ func buildPyTorchJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, res corev1
 			"Worker": map[string]any{"replicas": int64(workers), "restartPolicy": string(restart), "template": wt},
 		},
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(PyTorchJobGVK)
-	u.SetName(tj.Name)
-	u.SetNamespace(tj.Namespace)
-	u.SetLabels(map[string]string{v1alpha1.JobLabel: tj.Name})
-	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(tj, v1alpha1.GroupVersion.WithKind("TrainingJob"))})
-	u.Object["spec"] = spec
-	return u, nil
+	return childOf(tj, PyTorchJobGVK, spec), nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -108,3 +109,16 @@ func (r *workload) patch(suspend bool, workers int32) map[string]any {
 // minMember is the gang size of a job of this runtime running the given
 // workers: the workers and the other pods that start with them.
 func (r *workload) minMember(workers int32) int64 { return int64(workers + r.others) }
+
+// childOf returns the child of kind gvk with the given spec for tj: named
+// as the job, labelled with it, and controlled by it, so that deleting the
+// TrainingJob deletes the child.
+func childOf(tj *v1alpha1.TrainingJob, gvk schema.GroupVersionKind, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(gvk)
+	u.SetName(tj.Name)
+	u.SetNamespace(tj.Namespace)
+	u.SetLabels(map[string]string{v1alpha1.JobLabel: tj.Name})
+	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(tj, v1alpha1.GroupVersion.WithKind("TrainingJob"))})
+	return u
+}

@@ -320,7 +320,7 @@ func jobRow(tj *v1alpha1.TrainingJob, wide bool, at time.Time) string {
 	cols := []string{tj.Name, string(phase), workersColumn(tj), tj.Spec.GPUType,
 		w.Round(time.Second).String(), r.Round(time.Second).String(), (w + r).Round(time.Second).String()}
 	if wide {
-		cols = append(cols, fmt.Sprintf("%d-%d", tj.Spec.MinWorkers, tj.Spec.MaxWorkers), fmt.Sprint(tj.Status.Queue),
+		cols = append(cols, fmt.Sprintf("%d-%d", tj.Spec.MinWorkers, tj.Spec.MaxWorkers), orDefault(tj.Spec.Template.Runtime(), "-"), fmt.Sprint(tj.Status.Queue),
 			orDefault(tj.Spec.Submitter, "-"), orDefault(compactPlacement(tj.Status.Placement), "-"))
 	}
 	return strings.Join(cols, "\t")
@@ -348,7 +348,7 @@ func workersColumn(tj *v1alpha1.TrainingJob) string {
 
 const (
 	jobHeader     = "NAME\tSTATUS\tWORKERS\tSCHEDULER\tWAITING\tRUNNING\tTOTAL"
-	jobWideHeader = jobHeader + "\tRANGE\tQUEUE\tSUBMITTER\tNODES"
+	jobWideHeader = jobHeader + "\tRANGE\tRUNTIME\tQUEUE\tSUBMITTER\tNODES"
 )
 
 // printJobs writes jobs as a table, JSON or YAML. A single named job is

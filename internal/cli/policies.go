@@ -18,6 +18,21 @@ var policySummaries = map[string]string{
 	algorithm.NameElasticTiresias: "Tiresias order; shrink low-priority jobs when many wait; spare GPUs by marginal speedup",
 	algorithm.NameFfDLOptimizer:   "maximise total speedup (dynamic program) over jobs admitted first-come-first-served",
 	algorithm.NameAFSL:            "AFS-L: GPU by GPU, short jobs first unless a long job gains relatively more",
+	algorithm.NameHeSRPT:          "Voda's own: GPUs by weighted gain on each curve's concave hull, shorter jobs weigh more; resizes only where they pay for the restart",
+}
+
+// policyReferences says where each policy comes from (docs/policies.md has
+// the details).
+var policyReferences = map[string]string{
+	algorithm.NameFIFO:            "original Voda",
+	algorithm.NameElasticFIFO:     "original Voda",
+	algorithm.NameSRJF:            "original Voda (SRTF)",
+	algorithm.NameElasticSRJF:     "original Voda",
+	algorithm.NameTiresias:        "Gu et al., NSDI'19",
+	algorithm.NameElasticTiresias: "Wu et al. (EDL); original Voda",
+	algorithm.NameFfDLOptimizer:   "Saxena et al., MASCOTS'20",
+	algorithm.NameAFSL:            "Hwang et al., NSDI'21",
+	algorithm.NameHeSRPT:          "Berg et al., PEVA'20 and SPAA'20 (heSRPT)",
 }
 
 func newPoliciesCmd() *cobra.Command {
@@ -26,13 +41,15 @@ func newPoliciesCmd() *cobra.Command {
 		Short: "List the scheduling policies",
 		Long: `List the scheduling policies a scheduler can run. Names are matched
 case-insensitively; the original Voda spellings (e.g. ElasticFIFO, AFS-L,
-FfDLOptimizer) and forms with dashes or underscores are accepted.`,
+FfDLOptimizer) and forms with dashes or underscores are accepted. HeSRPT,
+Voda's own policy, is also accepted as "voda". docs/policies.md describes
+each rule in full.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "POLICY\tRULE")
+			fmt.Fprintln(w, "POLICY\tRULE\tFROM")
 			for _, n := range algorithm.Names() {
-				fmt.Fprintf(w, "%s\t%s\n", n, policySummaries[n])
+				fmt.Fprintf(w, "%s\t%s\t%s\n", n, policySummaries[n], policyReferences[n])
 			}
 			return w.Flush()
 		},

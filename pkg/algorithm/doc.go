@@ -3,8 +3,9 @@
 // to a Result (GPUs per job, each 0 or within the job's [Min, Max], plus a
 // reason per job).
 //
-// The eight policies are FIFO, ElasticFIFO, SRJF, ElasticSRJF, Tiresias,
-// ElasticTiresias, FfDLOptimizer and AFS-L. Each type's comment cites its
+// The nine policies are FIFO, ElasticFIFO, SRJF, ElasticSRJF, Tiresias,
+// ElasticTiresias, FfDLOptimizer and AFS-L, from the original Voda and its
+// papers, and HeSRPT, Voda's own. Each type's comment cites its
 // source and lists where Voda deviates from it and from the original Voda
 // scheduler. New and Canonical resolve user-supplied names.
 //

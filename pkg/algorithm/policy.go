@@ -17,11 +17,12 @@ type Policy interface {
 // Config carries the tunable parameters of the policies that have any.
 type Config struct {
 	Tiresias TiresiasConfig
+	HeSRPT   HeSRPTConfig
 }
 
 // DefaultConfig returns the parameters of the original Voda scheduler.
 func DefaultConfig() Config {
-	return Config{Tiresias: DefaultTiresias()}
+	return Config{Tiresias: DefaultTiresias(), HeSRPT: DefaultHeSRPT()}
 }
 
 // Canonical policy names, in the order the documentation lists them.
@@ -34,6 +35,7 @@ const (
 	NameElasticTiresias = "ElasticTiresias"
 	NameFfDLOptimizer   = "FfDLOptimizer"
 	NameAFSL            = "AFS-L"
+	NameHeSRPT          = "HeSRPT"
 )
 
 var constructors = map[string]func(Config) Policy{
@@ -45,12 +47,13 @@ var constructors = map[string]func(Config) Policy{
 	NameElasticTiresias: func(c Config) Policy { return ElasticTiresias{Config: c.Tiresias} },
 	NameFfDLOptimizer:   func(Config) Policy { return FfDLOptimizer{} },
 	NameAFSL:            func(Config) Policy { return AFSL{} },
+	NameHeSRPT:          func(c Config) Policy { return HeSRPT{Config: c.HeSRPT} },
 }
 
 // names lists the canonical names in documentation order.
 var names = []string{
 	NameFIFO, NameElasticFIFO, NameSRJF, NameElasticSRJF,
-	NameTiresias, NameElasticTiresias, NameFfDLOptimizer, NameAFSL,
+	NameTiresias, NameElasticTiresias, NameFfDLOptimizer, NameAFSL, NameHeSRPT,
 }
 
 // aliases maps normalised spellings (lower case, no '-', '_' or spaces) to
@@ -65,6 +68,7 @@ var aliases = func() map[string]string {
 		"tiresiasl": NameTiresias,
 		"ffdl":      NameFfDLOptimizer,
 		"afs":       NameAFSL,
+		"voda":      NameHeSRPT,
 	}
 	for _, n := range names {
 		m[normalise(n)] = n

@@ -449,7 +449,7 @@ func speedupOf(f estimator.Fit) algorithm.Speedup {
 // readsRemaining reports whether a policy looks at remaining time.
 func readsRemaining(policy string) bool {
 	switch policy {
-	case algorithm.NameSRJF, algorithm.NameElasticSRJF, algorithm.NameAFSL:
+	case algorithm.NameSRJF, algorithm.NameElasticSRJF, algorithm.NameAFSL, algorithm.NameHeSRPT:
 		return true
 	}
 	return false

@@ -1,0 +1,398 @@
+package algorithm
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/vodascheduler/voda/pkg/api"
+)
+
+// HeSRPT is Voda's own policy for mean job completion time with elastic
+// jobs whose speedup flattens. It keeps the rule of heSRPT (Berg, Vesilo
+// and Harchol-Balter, "heSRPT: Parallel Scheduling to Minimize Mean
+// Slowdown", Performance Evaluation 2020, and "Optimal Resource Allocation
+// for Elastic and Inelastic Jobs", SPAA 2020): with concave speedups the
+// optimum maximises, at every instant, a weighted sum of the jobs'
+// throughputs in which shorter jobs weigh more, so they get larger shares
+// and finish first, while no job gets GPUs past the point where they buy
+// less than they would elsewhere. Li, Ju, Eryilmaz and Shroff ("Optimal
+// Parallel Scheduling under Concave Speedup Functions", 2025) show the
+// same form for general concave curves. On top of it:
+//
+//   - Weights. A job weighs (remaining work)^−Exponent, its remaining time
+//     at one worker times its GPUs per worker; unknown remaining work counts
+//     as twice the longest known. Exponent 1 is close to SRPT, 0 is
+//     throughput maximisation (as FfDL Optimizer); 0.3 measured best on the
+//     Pollux workloads used for tuning (docs/evaluation.md).
+//   - Measured curves, not power laws. Each job's speedup curve is replaced
+//     by its upper concave hull over the sizes it may take, so a job never
+//     grows past its knee (a curve that falls after one node is never
+//     climbed) and a dip before a higher point is crossed in one step, the
+//     look-ahead AFS-L lacks.
+//   - Sizes that pack. When every node has the same number of GPUs, a job
+//     takes only sizes whose GPUs divide a node or are whole nodes (1, 2, 4
+//     and multiples of 4 on 4-GPU nodes), or its minimum: such sizes always
+//     tile the nodes, which keeps placement from splitting a job across
+//     nodes where the curve assumed one (buddy allocation's argument).
+//   - The greedy. GPUs go, a hull segment at a time, to the largest weighted
+//     gain per GPU, weight × slope / GPUs per worker; a segment that does
+//     not fit whole is cut to the largest allowed size that does.
+//   - Restart cost, weighed as Optimus, AFS and Sia do in their own terms:
+//     a running job's segments up to its current size count (1+Hysteresis)
+//     times, so it is shrunk only for a clearly better use; a growth is
+//     kept only if the throughput it adds over the time the new size is
+//     expected to hold (the job's remaining time at it, capped at Horizon)
+//     beats what the RestartCost seconds of idling lose, (S(new) − S(cur))
+//     × (hold − cost) > cost × S(cur); a job that fails keeps its size and
+//     the greedy runs again without it. A running job with less than three
+//     RestartCosts of work left keeps what it has.
+//   - No starvation. A job's weight is multiplied by 1 + waited/Aging, with
+//     waited the seconds since submission not spent running, so a job that
+//     waits is, after a finite time, ahead of any job with at least a second
+//     of work left.
+//
+// The result is deterministic: ties go to the lower snapshot index, and the
+// rounds are bounded (at most four greedy passes).
+type HeSRPT struct {
+	Config HeSRPTConfig
+}
+
+// HeSRPTConfig holds HeSRPT's parameters.
+type HeSRPTConfig struct {
+	// Exponent is how strongly shorter jobs are preferred (≥ 0).
+	Exponent float64
+	// RestartCost is the seconds of work a resize is assumed to cost (the
+	// restart itself plus a margin against flapping).
+	RestartCost float64
+	// Hysteresis is the extra weight a running job's current size carries.
+	Hysteresis float64
+	// Horizon caps, in seconds, how long a new size is expected to hold.
+	Horizon float64
+	// Aging is the waiting time, in seconds, that doubles a job's weight;
+	// 0 turns aging off.
+	Aging float64
+}
+
+// DefaultHeSRPT returns the parameters tuned on workloads 1–4 of the
+// Pollux traces (docs/evaluation.md reports workloads 5–8 apart).
+func DefaultHeSRPT() HeSRPTConfig {
+	return HeSRPTConfig{Exponent: 0.3, RestartCost: 60, Hysteresis: 0.2, Horizon: 3600, Aging: 86400}
+}
+
+var _ Policy = HeSRPT{}
+
+// Name implements Policy.
+func (HeSRPT) Name() string { return NameHeSRPT }
+
+// hsVertex is a point of a job's hull: n workers, speedup s.
+type hsVertex struct {
+	n int
+	s float64
+}
+
+// hsJob is a job's state in one allocation.
+type hsJob struct {
+	j      *Job
+	w      float64 // weight per worker
+	perGPU float64 // k^−(1+Exponent): from a worker's weighted gain to a GPU's
+	hull   []hsVertex
+	next   int // index of the next hull vertex to reach
+	n      int // workers granted so far
+	cap    int // largest size allowed this round
+	floor  int // size the job keeps whatever happens (0: none)
+}
+
+// Allocate implements Policy.
+func (p HeSRPT) Allocate(s Snapshot) (Result, error) {
+	if err := s.validateJobs(); err != nil {
+		return Result{}, err
+	}
+	cfg := p.Config.sane()
+	node := uniformNode(s.NodeGPUs)
+	st := make([]hsJob, len(s.Jobs))
+	unknown := unknownWork(s.Jobs)
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		a := &st[i]
+		a.j, a.cap = j, j.Max
+		// The weight is computed per worker and scaled to GPUs last, so
+		// that jobs of one worker size rank exactly as they would with
+		// one-GPU workers.
+		rem := max(j.remaining(), 1e-9)
+		if math.IsInf(rem, 1) {
+			rem = unknown / float64(j.k())
+		}
+		a.w = math.Pow(rem, -cfg.Exponent)
+		if cfg.Aging > 0 {
+			waited := s.Now.Sub(j.Submitted).Seconds() - j.Executed
+			a.w *= 1 + max(waited, 0)/cfg.Aging
+		}
+		a.perGPU = math.Pow(float64(j.k()), -1-cfg.Exponent)
+		if j.Workers > 0 && j.remaining() < 3*cfg.RestartCost*j.S(j.Workers) {
+			a.floor = j.Workers
+		}
+		a.hull = hsHull(j, a.cap, node)
+	}
+	// Jobs that keep their size take it first, by ID.
+	var floors []int
+	for i := range st {
+		if st[i].floor > 0 {
+			floors = append(floors, i)
+		}
+	}
+	slices.SortFunc(floors, func(x, y int) int { return cmp.Compare(st[x].j.ID, st[y].j.ID) })
+	var c capacity
+	h := hsHeap{}
+	for round := 0; ; round++ {
+		c = newCapacity(&s)
+		h = h[:0]
+		for i := range st {
+			st[i].n, st[i].next = 0, 1
+		}
+		kept := make(map[int]bool, len(floors))
+		for _, i := range floors {
+			a := &st[i]
+			if c.fits(a.j.k(), a.floor) {
+				a.n = a.floor
+				c.take(a.j.k(), a.n)
+				kept[i] = true
+			}
+		}
+		for i := range st {
+			a := &st[i]
+			if kept[i] {
+				continue
+			}
+			if len(a.hull) > 1 {
+				h.push(hsItem{i, a.value(cfg.Hysteresis), a.j.ID})
+			}
+		}
+		for len(h) > 0 && c.free > 0 {
+			it := h.pop()
+			a := &st[it.job]
+			if a.grow(&c, node) {
+				h.push(hsItem{it.job, a.value(cfg.Hysteresis), it.id})
+			}
+		}
+		if !hsBreakEven(st, cfg, node) || round == 3 {
+			break
+		}
+	}
+	r := newResult(len(s.Jobs))
+	for i := range st {
+		a := &st[i]
+		if a.n > a.cap {
+			a.n = a.cap // a growth the last round found not worth it
+		}
+		r.Allocation[a.j.ID] = a.n
+		if a.n > 0 {
+			r.Reasons[a.j.ID] = allocated(a.j, a.n)
+		} else {
+			r.Reasons[a.j.ID] = noRoom(a.j, a.j.Min, &c)
+		}
+	}
+	return checked(&s, r)
+}
+
+// sane returns the defaults for the zero value and replaces parameters
+// out of range by the defaults.
+func (c HeSRPTConfig) sane() HeSRPTConfig {
+	d := DefaultHeSRPT()
+	if c == (HeSRPTConfig{}) {
+		return d
+	}
+	if !(c.Exponent >= 0) || math.IsInf(c.Exponent, 0) {
+		c.Exponent = d.Exponent
+	}
+	if !(c.RestartCost >= 0) || math.IsInf(c.RestartCost, 0) {
+		c.RestartCost = d.RestartCost
+	}
+	if !(c.Hysteresis >= 0) || math.IsInf(c.Hysteresis, 0) {
+		c.Hysteresis = d.Hysteresis
+	}
+	if !(c.Horizon > 0) {
+		c.Horizon = d.Horizon
+	}
+	if !(c.Aging >= 0) || math.IsInf(c.Aging, 0) {
+		c.Aging = d.Aging
+	}
+	return c
+}
+
+// uniformNode returns the GPUs of every node when all nodes have the same
+// number, else 0.
+func uniformNode(nodes []int) int {
+	if len(nodes) == 0 {
+		return 0
+	}
+	for _, g := range nodes[1:] {
+		if g != nodes[0] {
+			return 0
+		}
+	}
+	return nodes[0]
+}
+
+// unknownWork is the work assumed for a job whose remaining time is
+// unknown: twice the longest known (any value when none is known: all
+// jobs then weigh the same).
+func unknownWork(jobs []Job) float64 {
+	longest := 0.0
+	for i := range jobs {
+		if w := jobs[i].remaining() * float64(jobs[i].k()); !math.IsInf(w, 1) {
+			longest = max(longest, w)
+		}
+	}
+	if longest == 0 {
+		return 1
+	}
+	return 2 * longest
+}
+
+// packs reports whether n workers of j are a size HeSRPT hands out on
+// nodes of node GPUs (0: any size).
+func packs(j *Job, n, node int) bool {
+	if node == 0 || n == j.Min {
+		return true
+	}
+	g := n * j.k()
+	return g <= node && node%g == 0 || g%node == 0
+}
+
+// hsHull returns the upper concave hull of (0, 0) and (n, S(n)) over the
+// sizes n in [Min, limit] that pack, dropping every size no faster than a
+// smaller one. limit itself is kept when it is the job's current size, so
+// a job held at its size is not rounded down.
+func hsHull(j *Job, limit, node int) []hsVertex {
+	h := []hsVertex{{0, 0}}
+	best := 0.0
+	for n := j.Min; n <= limit; n++ {
+		if !packs(j, n, node) && !(n == limit && n == j.Workers) {
+			continue
+		}
+		p := hsVertex{n, j.S(n)}
+		if !(p.s > best) {
+			continue
+		}
+		best = p.s
+		for len(h) >= 2 {
+			a, b := h[len(h)-2], h[len(h)-1]
+			// Keep b only while it lies strictly above the chord a–p.
+			if (b.s-a.s)*float64(p.n-a.n) > (p.s-a.s)*float64(b.n-a.n) {
+				break
+			}
+			h = h[:len(h)-1]
+		}
+		h = append(h, p)
+	}
+	return h
+}
+
+// value is the weighted gain per GPU of the job's next hull segment.
+func (a *hsJob) value(hysteresis float64) float64 {
+	u, v := a.hull[a.next-1], a.hull[a.next]
+	val := a.w * (v.s - u.s) / float64(v.n-u.n)
+	if v.n <= a.j.Workers {
+		val *= 1 + hysteresis
+	}
+	return val * a.perGPU
+}
+
+// grow grants the job its next hull segment, or the largest packing part
+// of it that fits; it reports whether the job can take more.
+func (a *hsJob) grow(c *capacity, node int) bool {
+	v := a.hull[a.next]
+	k := a.j.k()
+	if c.fits(k, v.n-a.n) {
+		c.take(k, v.n-a.n)
+		a.n = v.n
+		a.next++
+		return a.next < len(a.hull)
+	}
+	for m := c.most(k, v.n-a.n-1); m > 0; m-- {
+		n := a.n + m
+		if n >= a.j.Min && packs(a.j, n, node) && a.j.S(n) > a.j.S(a.n) {
+			c.take(k, m)
+			a.n = n
+			break
+		}
+	}
+	return false
+}
+
+// hsBreakEven holds every running job whose growth does not pay for its
+// restart at its current size, and reports whether any was held.
+func hsBreakEven(st []hsJob, cfg HeSRPTConfig, node int) bool {
+	held := false
+	for i := range st {
+		a := &st[i]
+		cur := a.j.Workers
+		if cur == 0 || a.n <= cur || a.cap <= cur {
+			continue
+		}
+		sc, sn := a.j.S(cur), a.j.S(a.n)
+		hold := min(cfg.Horizon, a.j.remaining()/sn)
+		if (sn-sc)*(hold-cfg.RestartCost) <= cfg.RestartCost*sc {
+			a.cap = cur
+			a.hull = hsHull(a.j, cur, node)
+			held = true
+		}
+	}
+	return held
+}
+
+// hsItem is a job in the greedy's queue with the value of its next segment.
+type hsItem struct {
+	job   int
+	value float64
+	id    api.JobID
+}
+
+// hsHeap is a max-heap of items by value, ties to the smaller job ID, so
+// the result does not depend on the order of the snapshot's jobs.
+type hsHeap []hsItem
+
+func (h hsHeap) before(a, b int) bool {
+	if h[a].value != h[b].value {
+		return h[a].value > h[b].value
+	}
+	return h[a].id < h[b].id
+}
+
+func (h *hsHeap) push(x hsItem) {
+	*h = append(*h, x)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.before(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *hsHeap) pop() hsItem {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q = q[:last]
+	for i := 0; ; {
+		l, b := 2*i+1, i
+		if l < len(q) && q.before(l, b) {
+			b = l
+		}
+		if l+1 < len(q) && q.before(l+1, b) {
+			b = l + 1
+		}
+		if b == i {
+			break
+		}
+		q[i], q[b] = q[b], q[i]
+		i = b
+	}
+	*h = q
+	return top
+}

@@ -1,0 +1,153 @@
+package algorithm_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	. "github.com/vodascheduler/voda/internal/testutil"
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/api"
+)
+
+func heSRPT() algorithm.Policy {
+	return algorithm.HeSRPT{Config: algorithm.DefaultHeSRPT()}
+}
+
+func TestHeSRPT(t *testing.T) {
+	runCases(t, heSRPT(), map[string]policyCase{
+		// S(n) = n/(1+0.1(n−1)) for both; the short job's weight is
+		// 10^0.3 ≈ 2 times the long one's: its 11th GPU (gain 0.237 ×
+		// 1.995 = 0.473) beats the long job's 6th (0.429), not its 5th
+		// (0.494).
+		"the shorter job gets the larger share": {
+			snap: Snapshot(16,
+				MakeJob("short").Workers(1, 16).Remaining(h1).Amdahl(0.1),
+				MakeJob("long").Workers(1, 16).Remaining(10*h1).Amdahl(0.1)),
+			want: api.Allocation{"short": 11, "long": 5},
+		},
+		// YOLOv3-like: fastest on 4 GPUs in one node, slower across two.
+		"a job never grows past its knee": {
+			snap: NodeSnapshot([]int{4, 4, 4, 4},
+				MakeJob("yolo").Workers(1, 16).Remaining(10*h1).
+					SpeedupTable(1, 1.95, 2.31, 2.94, 1.2, 1.28, 1.4, 1.58, 1.7, 1.8, 1.9, 2.08, 2.1, 2.15, 2.2, 2.21)),
+			want: api.Allocation{"yolo": 4},
+		},
+		// The curve of the AFS-L note: 7.6 at 8, 6.3 at 9, 9.6 at 16.
+		// The hull goes from 8 straight to 16, so the dip is crossed.
+		"a dip before a higher point is crossed": {
+			snap: Snapshot(16,
+				MakeJob("dip").Workers(1, 16).Remaining(10*h1).
+					SpeedupTable(0.95, 1.9, 2.85, 3.8, 4.75, 5.7, 6.65, 7.6, 6.3, 6.8, 7.3, 7.8, 8.3, 8.8, 9.2, 9.6)),
+			want: api.Allocation{"dip": 16},
+		},
+		// On 4-GPU nodes a job takes 1, 2 or 4 GPUs or whole nodes: the
+		// linear job that could use 6 takes 4 and leaves 2 to the other.
+		"sizes that pack the nodes": {
+			snap: NodeSnapshot([]int{4, 4},
+				MakeJob("a").Workers(1, 6).Remaining(h1),
+				MakeJob("b").Workers(1, 8).Remaining(100*h1).Amdahl(0.2)),
+			want: api.Allocation{"a": 4, "b": 4},
+		},
+		// 50 s of work left at its size (under three 60 s restarts): it
+		// keeps its two workers although it scales perfectly and 6 more
+		// GPUs are free.
+		"a nearly finished job is left alone": {
+			snap: Snapshot(8,
+				MakeJob("done-soon").Workers(1, 8).Running(2).Remaining(100*time.Second)),
+			want: api.Allocation{"done-soon": 2},
+		},
+		// From 4 to 8 workers buys 1.5 % more throughput: over the hour
+		// it would hold, 0.05 × 3540 s = 177 units, less than the 60 s ×
+		// 3.4 = 204 a restart loses.
+		"a growth that does not pay for its restart is not made": {
+			snap: Snapshot(8,
+				MakeJob("flat").Workers(1, 8).Running(4).Remaining(40*h1).
+					SpeedupTable(1, 1.9, 2.7, 3.4, 3.41, 3.42, 3.44, 3.45)),
+			want: api.Allocation{"flat": 4},
+		},
+		"the same growth for a job that just waits is made (no restart to pay)": {
+			snap: Snapshot(8,
+				MakeJob("flat").Workers(1, 8).Remaining(40*h1).
+					SpeedupTable(1, 1.9, 2.7, 3.4, 3.41, 3.42, 3.44, 3.45)),
+			want: api.Allocation{"flat": 8},
+		},
+		"a job whose minimum does not fit waits with the reason": {
+			snap: Snapshot(4,
+				MakeJob("a").Workers(2, 4).Running(4).Remaining(h1),
+				MakeJob("big").Workers(6, 8).Remaining(h1)),
+			want:        api.Allocation{"a": 4, "big": 0},
+			wantReasons: map[api.JobID]string{"big": "waiting: 6 GPUs needed, 0 free"},
+		},
+	})
+}
+
+// The starvation guarantee: a waiting job's weight grows with its waiting
+// time without bound, so a long job that would never be served against a
+// short one is served once it has waited long enough.
+func TestHeSRPTAWaitingJobIsServedEventually(t *testing.T) {
+	p := heSRPT()
+	at := func(waited time.Duration) int {
+		s := Snapshot(4,
+			MakeJob("long").Workers(4, 4).Remaining(1000*h1).SubmittedAt(-waited),
+			MakeJob("short").Workers(4, 4).Running(4).Remaining(h1))
+		r, err := p.Allocate(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Allocation["long"]
+	}
+	if got := at(0); got != 0 {
+		t.Fatalf("a long job that just arrived got %d workers ahead of a short running one", got)
+	}
+	// 1000^0.3 ≈ 7.94 times lighter, and the short one's current size
+	// counts 1.2 times (9.53): with Aging = 1 day the long job weighs
+	// more after about 8.5 days of waiting.
+	if got := at(8 * 24 * time.Hour); got != 0 {
+		t.Errorf("after 8 days the long job got %d workers; the short one should still weigh more", got)
+	}
+	if got := at(9 * 24 * time.Hour); got != 4 {
+		t.Errorf("after 9 days of waiting the long job got %d workers, want 4", got)
+	}
+}
+
+// On nodes of equal size every size HeSRPT grants packs: it divides a node
+// or is whole nodes, or it is the job's minimum or its current size.
+func TestHeSRPTGrantsSizesThatPack(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	p := heSRPT()
+	for iter := range 500 {
+		node := []int{2, 4, 8}[r.IntN(3)]
+		nodes := make([]int, 1+r.IntN(8))
+		for i := range nodes {
+			nodes[i] = node
+		}
+		var jobs []*JobWrapper
+		for i := range 1 + r.IntN(12) {
+			k := 1
+			if r.IntN(3) == 0 {
+				k = []int{1, 2}[r.IntN(2)]
+			}
+			lo := 1 + r.IntN(3)
+			j := MakeJob(string(rune('a'+i))).Workers(lo, lo+r.IntN(20)).PerWorker(k).
+				Remaining(time.Duration(1+r.IntN(100)) * 10 * time.Minute).Amdahl(r.Float64() / 4)
+			if r.IntN(3) == 0 {
+				j.Running(lo + r.IntN(j.Max-lo+1))
+			}
+			jobs = append(jobs, j)
+		}
+		s := NodeSnapshot(nodes, jobs...)
+		res, err := p.Allocate(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range s.Jobs {
+			n := res.Allocation[j.ID]
+			g := n * max(j.GPUsPerWorker, 1)
+			if n == 0 || n == j.Min || n == j.Workers || (g <= node && node%g == 0) || g%node == 0 {
+				continue
+			}
+			t.Fatalf("iteration %d: job %s got %d workers of %d GPUs on nodes of %d: a size that does not pack", iter, j.ID, n, max(j.GPUsPerWorker, 1), node)
+		}
+	}
+}

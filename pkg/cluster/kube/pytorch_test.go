@@ -9,11 +9,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vodascheduler/voda/internal/testenv"
@@ -365,9 +367,27 @@ func testPyTorchWithoutOperator(t *testing.T, k *cluster) {
 	if err := k.c.Delete(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
-	err := testenv.PollUntil(ctx, 60*time.Second, "the PyTorchJob kind gone", func(ctx context.Context) (bool, error) {
-		err := k.c.Get(ctx, client.ObjectKeyFromObject(crd), crd)
-		return err != nil, nil
+	// Gone from the API and from discovery, which the controller's REST
+	// mapper reads and which the API server updates a moment after the
+	// CRD object goes.
+	dc, err := discovery.NewDiscoveryClientForConfig(k.env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = testenv.PollUntil(ctx, 60*time.Second, "the PyTorchJob kind gone", func(ctx context.Context) (bool, error) {
+		if err := k.c.Get(ctx, client.ObjectKeyFromObject(crd), crd); err == nil {
+			return false, nil
+		}
+		rs, err := dc.ServerResourcesForGroupVersion("kubeflow.org/v1")
+		if err != nil {
+			return apierrors.IsNotFound(err), nil
+		}
+		for _, r := range rs.APIResources {
+			if r.Name == "pytorchjobs" {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -74,6 +74,40 @@ type Fit struct {
 	Shape     Shape
 	// Counts is how many distinct worker counts were observed.
 	Counts int
+	// Measured are the mean times per unit at each observed worker count,
+	// by count, ascending.
+	Measured []Point
+}
+
+// Point is the mean time of a unit of work at N workers.
+type Point struct {
+	N       int
+	Seconds float64
+}
+
+// Speedup is the fit's speedup curve: measured where the job was observed,
+// and elsewhere the model's, scaled by how far the measurement at the
+// nearest smaller observed count fell below the model (never raised), so a
+// drop the model cannot shape (a job crossing a node boundary) carries to
+// the larger counts.
+func (f Fit) Speedup(n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	model := f.Shape.Speedup(n)
+	if !f.Known() || len(f.Measured) == 0 {
+		return model
+	}
+	i, exact := slices.BinarySearchFunc(f.Measured, n, func(p Point, n int) int { return p.N - n })
+	if exact {
+		return f.OneWorker / f.Measured[i].Seconds
+	}
+	if i == 0 {
+		return model
+	}
+	p := f.Measured[i-1]
+	ratio := f.OneWorker / p.Seconds / f.Shape.Speedup(p.N)
+	return model * min(ratio, 1)
 }
 
 // Known reports whether the fit can estimate times.
@@ -232,11 +266,15 @@ func (e *Estimator) fit(j *job) Fit {
 		pts = append(pts, point{n: n, seconds: acc[0] / acc[1], weight: acc[1]})
 	}
 	slices.SortFunc(pts, func(a, b point) int { return a.n - b.n })
+	measured := make([]Point, len(pts))
+	for i, p := range pts {
+		measured[i] = Point{N: p.n, Seconds: p.seconds}
+	}
 	switch len(pts) {
 	case 0:
 		return prior
 	case 1:
-		return Fit{OneWorker: oneWorker(pts, prior.Shape), Shape: prior.Shape, Counts: 1}
+		return Fit{OneWorker: oneWorker(pts, prior.Shape), Shape: prior.Shape, Counts: 1, Measured: measured}
 	}
 	best, bestErr := prior.Shape, math.Inf(1)
 	comms := []float64{prior.Shape.Comm}
@@ -261,7 +299,7 @@ func (e *Estimator) fit(j *job) Fit {
 			}
 		}
 	}
-	return Fit{OneWorker: oneWorker(pts, best), Shape: best, Counts: len(pts)}
+	return Fit{OneWorker: oneWorker(pts, best), Shape: best, Counts: len(pts), Measured: measured}
 }
 
 // oneWorker is the T1 that best fits the points under a shape, in the

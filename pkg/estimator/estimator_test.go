@@ -134,3 +134,48 @@ func TestHistoriesSurviveASaveAndLoad(t *testing.T) {
 		t.Errorf("nonsense entries were kept: %+v", h)
 	}
 }
+
+// A job that loses speed when it crosses a node boundary (YOLOv3-like:
+// 2.94 on 4 workers in one node, 1.58 on 8 in two): the smooth model
+// cannot bend that way, so the curve the policies get is the measured one
+// where measured, and beyond the drop the model scaled down by it.
+func TestSpeedupFollowsTheMeasurementsAndCarriesADrop(t *testing.T) {
+	const t1 = 2.0
+	measured := map[int]float64{1: 1, 2: 1.95, 4: 2.94, 8: 1.58}
+	e := estimator.New()
+	for _, n := range []int{1, 2, 4, 8} {
+		e.Observe("y", "yolov3", estimator.Observation{Workers: n, Seconds: t1 / measured[n], Weight: 5})
+	}
+	f := e.Estimate("y", "yolov3")
+	for n, want := range measured {
+		if got := f.Speedup(n); !near(got, want*f.OneWorker/t1, 1e-9) {
+			t.Errorf("S(%d) = %.3f, want the measured %.3f (T1 fitted %.3f)", n, got, want*f.OneWorker/t1, f.OneWorker)
+		}
+	}
+	// 16 was never observed: the model's value, scaled by how far the
+	// measurement at 8 fell below the model there.
+	ratio := f.Speedup(8) / f.Shape.Speedup(8)
+	if ratio >= 1 {
+		t.Fatalf("the model does not overestimate S(8) (ratio %.2f): the test curve is too smooth", ratio)
+	}
+	if got, want := f.Speedup(16), f.Shape.Speedup(16)*ratio; !near(got, want, 1e-9) {
+		t.Errorf("S(16) = %.3f, want the model's %.3f × %.2f = %.3f", got, f.Shape.Speedup(16), ratio, want)
+	}
+	if f.Speedup(16) >= 2.94 {
+		t.Errorf("S(16) = %.2f: predicted above what one node measured, after a measured drop", f.Speedup(16))
+	}
+	// Below the smallest observed count, and for a measurement above the
+	// model, the model stands (never raised).
+	e2 := estimator.New()
+	e2.Observe("z", "fast", estimator.Observation{Workers: 4, Seconds: 0.4})
+	g := e2.Estimate("z", "fast")
+	if got, want := g.Speedup(2), g.Shape.Speedup(2); got != want {
+		t.Errorf("S(2) below the only count = %.3f, want the model's %.3f", got, want)
+	}
+	if got, want := g.Speedup(8), g.Shape.Speedup(8); got != want {
+		t.Errorf("S(8) above a count the model fits exactly = %.3f, want the model's %.3f", got, want)
+	}
+	if got := g.Speedup(0); got != 0 {
+		t.Errorf("S(0) = %v, want 0", got)
+	}
+}

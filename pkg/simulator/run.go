@@ -442,8 +442,7 @@ func (r *run) estimate(t time.Time) error {
 
 // speedupOf is a fit's curve as policies take it.
 func speedupOf(f estimator.Fit) algorithm.Speedup {
-	sh := f.Shape
-	return sh.Speedup
+	return f.Speedup
 }
 
 // readsRemaining reports whether a policy looks at remaining time.

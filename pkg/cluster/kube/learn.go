@@ -81,7 +81,7 @@ func (e *engine) learn(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 		if _, ok := en.Job(id); !ok {
 			return nil
 		}
-		return en.Step(scheduler.Progress{ID: id, Remaining: remaining, Speedup: fit.Shape.Speedup})
+		return en.Step(scheduler.Progress{ID: id, Remaining: remaining, Speedup: fit.Speedup})
 	})
 }
 
@@ -96,7 +96,7 @@ func (c *Controller) prior(tj *v1alpha1.TrainingJob) (float64, algorithm.Speedup
 	if tj.Spec.Epochs > 0 {
 		remaining = fit.Remaining(float64(tj.Spec.Epochs))
 	}
-	return remaining, fit.Shape.Speedup
+	return remaining, fit.Speedup
 }
 
 // finished tells the estimator a job ended: a completed job's curve joins

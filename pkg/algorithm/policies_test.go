@@ -310,6 +310,16 @@ func TestFfDLOptimizer(t *testing.T) {
 
 func TestAFSL(t *testing.T) {
 	runCases(t, algorithm.AFSL{}, map[string]policyCase{
+		// The paper's rule looks one GPU ahead: the 9th lowers the
+		// throughput, so the job stops at 8 and 8 GPUs stay idle although
+		// 16 would be faster (a documented choice, docs/policies.md;
+		// HeSRPT crosses such dips through the concave hull).
+		"a dip stops the job even if a larger size is faster": {
+			snap: Snapshot(16,
+				MakeJob("dip").Workers(1, 16).Remaining(10*h1).
+					SpeedupTable(0.95, 1.9, 2.85, 3.8, 4.75, 5.7, 6.65, 7.6, 6.3, 6.8, 7.3, 7.8, 8.3, 8.8, 9.2, 9.6)),
+			want: api.Allocation{"dip": 8},
+		},
 		"the short job gets GPUs until a waiting job gains relatively more": {
 			snap: Snapshot(4,
 				MakeJob("a").Workers(1, 4).Remaining(h1),

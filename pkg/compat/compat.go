@@ -15,6 +15,8 @@ package compat
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,6 +129,7 @@ func FromMPIJob(data []byte, now time.Time) (*v1alpha1.TrainingJob, error) {
 	if spec.RequestedWorkers, err = env.number(false, EnvNumProc, EnvNP); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, m.unhonoured(&spec, env)...)
 	if spec.Epochs, err = env.number(false, EnvEpochs); err != nil {
 		errs = append(errs, err)
 	}
@@ -142,6 +145,12 @@ func FromMPIJob(data []byte, now time.Time) (*v1alpha1.TrainingJob, error) {
 		return nil, errors.Join(errs...)
 	}
 
+	var backoff *int32
+	if v, ok := m.Spec.RunPolicy["backoffLimit"]; ok {
+		n, _ := wholeNumber(v)
+		b := int32(n)
+		backoff = &b
+	}
 	lt, wt := launcher.Template.DeepCopy(), worker.Template.DeepCopy()
 	setEnv(&lt.Spec.Containers[0], EnvJobName, name)
 	tj := &v1alpha1.TrainingJob{
@@ -162,12 +171,117 @@ func FromMPIJob(data []byte, now time.Time) (*v1alpha1.TrainingJob, error) {
 				SlotsPerWorker:    m.Spec.SlotsPerWorker,
 				MPIImplementation: m.Spec.MPIImplementation,
 				SSHAuthMountPath:  m.Spec.SSHAuthMountPath,
+				BackoffLimit:      backoff,
 				Launcher:          *lt,
 				Worker:            *wt,
 			}},
 		},
 	}
+	if err := tj.Spec.TemplateConflicts(v1alpha1.GPUResource); err != nil {
+		// Name the fields as the file does.
+		msg := strings.NewReplacer("spec.template.mpiJob.worker.", "spec.mpiReplicaSpecs.Worker.template.",
+			"spec.template.mpiJob.launcher.", "spec.mpiReplicaSpecs.Launcher.template.").Replace(err.Error())
+		return nil, errors.New(msg)
+	}
 	return tj, nil
+}
+
+// unhonoured reports every field of the MPIJob that Voda would otherwise
+// drop or override, naming it and saying what to do; where Voda can honour
+// a field it does (Worker.replicas is the requested worker count when
+// NUM_PROC is not set; runPolicy.backoffLimit is kept). Fields Voda sets
+// itself are accepted only at the value Voda uses.
+func (m *mpiJob) unhonoured(spec *api.JobSpec, env environment) []error {
+	var errs []error
+	sp := &m.Spec
+	launcher, worker := sp.MPIReplicaSpecs["Launcher"], sp.MPIReplicaSpecs["Worker"]
+	for name := range sp.MPIReplicaSpecs {
+		if name != "Launcher" && name != "Worker" {
+			errs = append(errs, fmt.Errorf("spec.mpiReplicaSpecs.%s: an MPIJob has only a Launcher and Workers; remove it", name))
+		}
+	}
+	if r := launcher.Replicas; r != nil && *r != 1 {
+		errs = append(errs, fmt.Errorf("spec.mpiReplicaSpecs.Launcher.replicas is %d: an MPIJob has exactly one launcher; set 1 or remove it", *r))
+	}
+	if r := worker.Replicas; r != nil {
+		_, np := env[EnvNumProc]
+		_, short := env[EnvNP]
+		switch {
+		case !np && !short:
+			spec.RequestedWorkers = int(*r) // the original format's other way to say it
+		case int(*r) != spec.RequestedWorkers:
+			errs = append(errs, fmt.Errorf("spec.mpiReplicaSpecs.Worker.replicas is %d but the launcher's %s is %d: Voda starts the job with %s workers and resizes it within %s–%s; make them equal or remove replicas",
+				*r, EnvNumProc, spec.RequestedWorkers, EnvNumProc, EnvMinNumProc, EnvMaxNumProc))
+		}
+	}
+	// The operator's defaults, which Voda's MPIJobs use.
+	for _, rp := range []struct {
+		name, want string
+		spec       *replicaSpec
+	}{{"Launcher", "OnFailure", launcher}, {"Worker", "Never", worker}} {
+		if p := rp.spec.RestartPolicy; p != "" && p != rp.want {
+			errs = append(errs, fmt.Errorf("spec.mpiReplicaSpecs.%s.restartPolicy is %s: Voda runs the %s with %s and restarts workers itself when it resizes or moves them; remove it or set %s",
+				rp.name, p, strings.ToLower(rp.name), rp.want, rp.want))
+		}
+	}
+	if p := sp.CleanPodPolicy; p != "" && p != "Running" {
+		errs = append(errs, fmt.Errorf("spec.cleanPodPolicy is %s: Voda removes the pods still running when a job ends (Running); remove it or set Running", p))
+	}
+	for _, k := range slices.Sorted(maps.Keys(sp.RunPolicy)) {
+		v := sp.RunPolicy[k]
+		switch k {
+		case "cleanPodPolicy":
+			if v != "Running" {
+				errs = append(errs, fmt.Errorf("spec.runPolicy.cleanPodPolicy is %v: Voda removes the pods still running when a job ends (Running); remove it or set Running", v))
+			}
+		case "backoffLimit":
+			if n, ok := wholeNumber(v); !ok || n > 1<<20 {
+				errs = append(errs, fmt.Errorf("spec.runPolicy.backoffLimit is %v: want a whole number", v))
+			}
+		case "suspend":
+			if v != false {
+				errs = append(errs, fmt.Errorf("spec.runPolicy.suspend is %v: Voda decides when the job runs (it suspends and resumes it to preempt); remove it", v))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("spec.runPolicy.%s is not supported by Voda; remove it", k))
+		}
+	}
+	if sp.MainContainer != "" {
+		errs = append(errs, errors.New("spec.mainContainer is not supported: Voda reads the launcher's first container and runs the workers' first container; remove it"))
+	}
+	if p := sp.LauncherCreationPolicy; p != "" {
+		errs = append(errs, fmt.Errorf("spec.launcherCreationPolicy is %s: Voda sets it (the launcher starts once the workers are ready, or at once with gang scheduling); remove it", p))
+	}
+	if sp.RunLauncherAsWorker != nil && *sp.RunLauncherAsWorker {
+		errs = append(errs, errors.New("spec.runLauncherAsWorker: Voda counts and places only workers; remove it"))
+	}
+	if len(m.Status) > 0 {
+		errs = append(errs, errors.New("status: a new job has no status; remove it (e.g. from the output of kubectl get -o yaml)"))
+	}
+	return errs
+}
+
+// wholeNumber reads a JSON or YAML number that is a whole number ≥ 0.
+func wholeNumber(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, n >= 0
+	case float64:
+		return int64(n), n >= 0 && n == float64(int64(n))
+	case int:
+		return int64(n), n >= 0
+	}
+	return 0, false
+}
+
+// Rename gives a job converted by FromMPIJob another name, JOB_NAME
+// included: for a second submission of the same file within one second,
+// whose generated name is taken.
+func Rename(tj *v1alpha1.TrainingJob, name string) {
+	tj.Name = name
+	if m := tj.Spec.Template.MPIJob; m != nil && len(m.Launcher.Spec.Containers) > 0 {
+		setEnv(&m.Launcher.Spec.Containers[0], EnvJobName, name)
+	}
 }
 
 // environment is a container's literal environment variables.

@@ -112,6 +112,7 @@ func TestBadInput(t *testing.T) {
             - {name: JOB_PRIORITY, value: "high"}`), `JOB_PRIORITY="high"`},
 		{"no launcher", strings.Replace(mpiJob("a", "v100", env("1", "2")), "Launcher:", "Launcherx:", 1), "Launcher with a container is missing"},
 	}
+	cases = append(cases, unhonouredCases(env("1", "4"))...)
 	for _, c := range cases {
 		_, err := compat.FromMPIJob([]byte(c.doc), now)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -129,6 +130,11 @@ func FuzzFromMPIJob(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(mpiJob("a", "v100", "")))
+	for _, c := range unhonouredCases(`
+            - {name: MIN_NUM_PROC, value: "1"}
+            - {name: MAX_NUM_PROC, value: "4"}`) {
+		f.Add([]byte(c.doc))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tj, err := compat.FromMPIJob(data, now)
 		if err != nil {
@@ -142,6 +148,59 @@ func FuzzFromMPIJob(f *testing.F) {
 			t.Fatalf("converted an invalid job: %s %+v", tj.Name, s)
 		}
 	})
+}
+
+// unhonouredCases are files with a field Voda would otherwise drop or
+// override: each must be refused with a message naming the field.
+func unhonouredCases(env string) []struct{ name, doc, want string } {
+	doc := mpiJob("a", "v100", env)
+	edit := func(old, new string) string { return strings.Replace(doc, old, new, 1) }
+	workerSpec := "    Worker:\n      template:\n        spec:\n"
+	return []struct{ name, doc, want string }{
+		{"two launchers", edit("      replicas: 1\n", "      replicas: 2\n"), "spec.mpiReplicaSpecs.Launcher.replicas is 2"},
+		{"worker replicas against NUM_PROC", strings.Replace(edit(workerSpec, "    Worker:\n      replicas: 3\n      template:\n        spec:\n"), "env:", "env:\n            - {name: NUM_PROC, value: \"2\"}", 1),
+			"spec.mpiReplicaSpecs.Worker.replicas is 3 but the launcher's NUM_PROC is 2"},
+		{"worker replicas outside the range", edit(workerSpec, "    Worker:\n      replicas: 9\n      template:\n        spec:\n"), "requestedWorkers (9) is outside"},
+		{"launcher restart policy", edit("      replicas: 1\n", "      replicas: 1\n      restartPolicy: Always\n"), "spec.mpiReplicaSpecs.Launcher.restartPolicy is Always"},
+		{"worker restart policy", edit(workerSpec, "    Worker:\n      restartPolicy: OnFailure\n      template:\n        spec:\n"), "spec.mpiReplicaSpecs.Worker.restartPolicy is OnFailure"},
+		{"a third replica type", edit("    Worker:\n", "    Server:\n      template: {}\n    Worker:\n"), "spec.mpiReplicaSpecs.Server"},
+		{"clean pod policy", edit("  slotsPerWorker: 1\n", "  slotsPerWorker: 1\n  cleanPodPolicy: None\n"), "spec.cleanPodPolicy is None"},
+		{"run policy clean pod policy", edit("  slotsPerWorker: 1\n", "  slotsPerWorker: 1\n  runPolicy: {cleanPodPolicy: All}\n"), "spec.runPolicy.cleanPodPolicy is All"},
+		{"run policy suspend", edit("  slotsPerWorker: 1\n", "  slotsPerWorker: 1\n  runPolicy: {suspend: true}\n"), "spec.runPolicy.suspend is true"},
+		{"run policy TTL", edit("  slotsPerWorker: 1\n", "  slotsPerWorker: 1\n  runPolicy: {ttlSecondsAfterFinished: 60}\n"), "spec.runPolicy.ttlSecondsAfterFinished is not supported"},
+		{"run policy deadline", edit("  slotsPerWorker: 1\n", "  slotsPerWorker: 1\n  runPolicy: {activeDeadlineSeconds: 60}\n"), "spec.runPolicy.activeDeadlineSeconds is not supported"},
+		{"bad backoff limit", edit("  slotsPerWorker: 1\n", "  slotsPerWorker: 1\n  runPolicy: {backoffLimit: -1}\n"), "spec.runPolicy.backoffLimit is -1"},
+		{"main container", edit("  slotsPerWorker: 1\n", "  slotsPerWorker: 1\n  mainContainer: trainer\n"), "spec.mainContainer is not supported"},
+		{"launcher creation policy", edit("  slotsPerWorker: 1\n", "  slotsPerWorker: 1\n  launcherCreationPolicy: AtStartup\n"), "spec.launcherCreationPolicy is AtStartup"},
+		{"launcher as worker", edit("  slotsPerWorker: 1\n", "  slotsPerWorker: 1\n  runLauncherAsWorker: true\n"), "spec.runLauncherAsWorker"},
+		{"status", doc + "status: {replicaStatuses: {}}\n", "status: a new job has no status"},
+		{"launcher asks for GPUs", edit("            image: horovod/horovod:0.28.1\n            env:", "            image: horovod/horovod:0.28.1\n            resources: {limits: {nvidia.com/gpu: 1}}\n            env:"), "spec.mpiReplicaSpecs.Launcher.template.spec asks for 1 nvidia.com/gpu"},
+		{"worker node name", edit(workerSpec, workerSpec+"          nodeName: gpu-0\n"), "spec.mpiReplicaSpecs.Worker.template.spec.nodeName: Voda chooses each worker's node"},
+		{"worker scheduler", edit(workerSpec, workerSpec+"          schedulerName: volcano\n"), "Worker.template.spec.schedulerName"},
+		{"worker node selector", edit("            vodascheduler/accelerator:", "            zone: a\n            vodascheduler/accelerator:"), "Worker.template.spec.nodeSelector.zone"},
+		{"worker affinity", edit(workerSpec, workerSpec+"          affinity: {podAntiAffinity: {}}\n"), "Worker.template.spec.affinity"},
+		{"worker spread", edit(workerSpec, workerSpec+"          topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]\n"), "Worker.template.spec.topologySpreadConstraints"},
+		{"worker gate", edit(workerSpec, workerSpec+"          schedulingGates: [{name: other}]\n"), `gate "other"`},
+	}
+}
+
+// Fields Voda can honour are honoured: Worker.replicas is the requested
+// size when NUM_PROC is not set, and runPolicy.backoffLimit is kept.
+func TestHonouredFields(t *testing.T) {
+	doc := strings.Replace(mpiJob("a", "v100", `
+            - {name: MIN_NUM_PROC, value: "1"}
+            - {name: MAX_NUM_PROC, value: "4"}`), "    Worker:\n", "    Worker:\n      replicas: 3\n      restartPolicy: Never\n", 1)
+	doc = strings.Replace(doc, "  slotsPerWorker: 1\n", "  slotsPerWorker: 1\n  cleanPodPolicy: Running\n  runPolicy: {backoffLimit: 4, suspend: false, cleanPodPolicy: Running}\n", 1)
+	tj, err := compat.FromMPIJob([]byte(doc), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tj.Spec.RequestedWorkers != 3 {
+		t.Errorf("requested workers %d, want the replicas, 3", tj.Spec.RequestedWorkers)
+	}
+	if b := tj.Spec.Template.MPIJob.BackoffLimit; b == nil || *b != 4 {
+		t.Errorf("backoff limit %v, want 4", b)
+	}
 }
 
 // mpiJob is an original-format job file with the given launcher env lines.
@@ -162,7 +221,6 @@ spec:
             image: horovod/horovod:0.28.1
             env:` + env + `
     Worker:
-      replicas: 1
       template:
         spec:
           nodeSelector:

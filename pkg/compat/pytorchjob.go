@@ -123,7 +123,7 @@ func FromPyTorchJob(data []byte) (*v1alpha1.TrainingJob, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &v1alpha1.TrainingJob{
+	tj := &v1alpha1.TrainingJob{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "TrainingJob"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.Metadata.Name, Namespace: p.Metadata.Namespace,
@@ -138,7 +138,12 @@ func FromPyTorchJob(data []byte) (*v1alpha1.TrainingJob, error) {
 			Category:         p.Metadata.Name,
 			Template:         v1alpha1.TrainingJobTemplate{PyTorchJob: tmpl},
 		},
-	}, nil
+	}
+	if err := tj.Spec.TemplateConflicts(v1alpha1.GPUResource); err != nil {
+		// Name the fields as the file does.
+		return nil, errors.New(strings.ReplaceAll(err.Error(), "spec.template.pytorchJob.worker.", "spec.pytorchReplicaSpecs.Worker.template."))
+	}
+	return tj, nil
 }
 
 // refusedElastic names the elastic-policy fields Voda cannot honour: it

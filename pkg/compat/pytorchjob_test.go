@@ -84,6 +84,9 @@ func TestPyTorchJobRefusals(t *testing.T) {
 		"no GPU type":        {edit("          nodeSelector: {vodascheduler/accelerator: v100}\n", ""), "nodeSelector vodascheduler/accelerator"},
 		"unknown field":      {edit(policy, policy+"\n  extra: 1"), `unknown field "extra"`},
 		"wrong version":      {edit("kubeflow.org/v1", "kubeflow.org/v2"), "want a PyTorchJob of kubeflow.org/v1"},
+		"node selector":      {edit("          nodeSelector: {vodascheduler/accelerator: v100}\n", "          nodeSelector: {vodascheduler/accelerator: v100, zone: a}\n"), "spec.pytorchReplicaSpecs.Worker.template.spec.nodeSelector.zone"},
+		"node name":          {edit("          nodeSelector: {vodascheduler/accelerator: v100}\n", "          nodeSelector: {vodascheduler/accelerator: v100}\n          nodeName: n\n"), "spec.pytorchReplicaSpecs.Worker.template.spec.nodeName"},
+		"affinity":           {edit("          nodeSelector: {vodascheduler/accelerator: v100}\n", "          nodeSelector: {vodascheduler/accelerator: v100}\n          affinity: {nodeAffinity: {}}\n"), "spec.pytorchReplicaSpecs.Worker.template.spec.affinity"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -123,6 +126,7 @@ func FuzzFromPyTorchJob(f *testing.F) {
 	}
 	f.Add(data)
 	f.Add([]byte(elasticJob))
+	f.Add([]byte(strings.Replace(elasticJob, "          nodeSelector: {vodascheduler/accelerator: v100}\n", "          nodeSelector: {vodascheduler/accelerator: v100, zone: a}\n          nodeName: n\n", 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tj, err := compat.FromPyTorchJob(data)
 		if err != nil {

@@ -40,6 +40,8 @@ spec:
 const (
 	workerImage = "          - name: worker\n            image: busybox\n"
 	twoGPUs     = "            resources: {limits: {nvidia.com/gpu: 2}}\n"
+	// workerSpec opens the worker's pod spec in validTJ.
+	workerSpec = "      worker:\n        spec:\n"
 )
 
 // validPTJ is a TrainingJob of the PyTorch runtime the server accepts.
@@ -212,6 +214,28 @@ func badInputs() []badInput {
 			"spec.elasticPolicy.metrics: Voda decides the workers", false},
 		{"PyTorchJob with a Master", yamlCT, pytorchjob("master", "    Worker:\n", "    Master: {template: {spec: {containers: [{name: pytorch, image: i}]}}}\n    Worker:\n"), 400,
 			"spec.pytorchReplicaSpecs.Master", false},
+		{"worker on a named node", yamlCT, tj("nodename", workerSpec, workerSpec+"          nodeName: gpu-0\n"), 400,
+			"spec.template.mpiJob.worker.spec.nodeName: Voda chooses each worker's node", false},
+		{"worker with its own scheduler", yamlCT, tj("sched", workerSpec, workerSpec+"          schedulerName: volcano\n"), 400,
+			"spec.template.mpiJob.worker.spec.schedulerName", false},
+		{"worker with a further node selector", yamlCT, tj("zone", workerSpec, workerSpec+"          nodeSelector: {zone: a}\n"), 400,
+			"spec.template.mpiJob.worker.spec.nodeSelector.zone", false},
+		{"worker selecting another GPU type", yamlCT, tj("othertype", workerSpec, workerSpec+"          nodeSelector: {vodascheduler/accelerator: v100}\n"), 400,
+			`nodeSelector.vodascheduler/accelerator: is "v100" but spec.gpuType is "api-gpu"`, false},
+		{"worker with node affinity", yamlCT, tj("aff", workerSpec, workerSpec+"          affinity: {nodeAffinity: {}}\n"), 400,
+			"spec.template.mpiJob.worker.spec.affinity", false},
+		{"worker with spread constraints", yamlCT, tj("spread", workerSpec, workerSpec+"          topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]\n"), 400,
+			"spec.template.mpiJob.worker.spec.topologySpreadConstraints", false},
+		{"worker with another scheduling gate", yamlCT, tj("gate", workerSpec, workerSpec+"          schedulingGates: [{name: example.com/wait}]\n"), 400,
+			`gate "example.com/wait"`, false},
+		{"launcher asking for a GPU", yamlCT, tj("lgpu", "          - name: launcher\n            image: busybox\n", "          - name: launcher\n            image: busybox\n            resources: {limits: {nvidia.com/gpu: 1}}\n"), 400,
+			"spec.template.mpiJob.launcher.spec asks for 1 nvidia.com/gpu: only workers hold", false},
+		{"MPIJob with two launchers", yamlCT, mpijob("twol", "    Launcher:\n", "    Launcher:\n      replicas: 2\n"), 400,
+			"spec.mpiReplicaSpecs.Launcher.replicas is 2", false},
+		{"MPIJob workers disagreeing with NUM_PROC", yamlCT, mpijob("wrep", "    Worker:\n", "    Worker:\n      replicas: 3\n"), 400,
+			"spec.mpiReplicaSpecs.Worker.replicas is 3 but the launcher's NUM_PROC is 2", false},
+		{"MPIJob with a TTL", yamlCT, mpijob("ttl", "spec:\n", "spec:\n  runPolicy: {ttlSecondsAfterFinished: 60}\n"), 400,
+			"spec.runPolicy.ttlSecondsAfterFinished is not supported", false},
 		{"YAML alias bomb", yamlCT, billionLaughs, 400, "excessive aliasing", false},
 		{"deeply nested JSON", jsonCT, strings.Repeat("[", 100000) + strings.Repeat("]", 100000), 400, "exceeded max depth", false},
 		{"plain text content type", "text/plain", tj("text"), 415, `Content-Type "text/plain" is not accepted`, false},

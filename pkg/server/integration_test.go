@@ -72,6 +72,9 @@ type apiEnv struct {
 	metricsDir string // the controller's --metrics-dir
 }
 
+// tlsClock is the clock of the TokenReview server.
+var tlsClock = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+
 // TestIntegrationAPI runs the REST API and the CLI against a real control
 // plane with the controller running.
 func TestIntegrationAPI(t *testing.T) {
@@ -172,6 +175,9 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	// service accounts of the namespace admins.
 	opts.Registerer, opts.Gatherer = e.tlsRegistr, e.tlsRegistr
 	opts.AdminGroups = []string{"system:serviceaccounts:" + apiNS}
+	// A stopped clock: every MPIJob file submitted here gets the same
+	// generated name (testTokenReview checks the suffixes).
+	opts.Now = func() time.Time { return tlsClock }
 	trs, err := server.New(sa, server.TokenReview{Client: sa}, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -692,6 +698,28 @@ func testTokenReview(t *testing.T, e *apiEnv) {
 	}
 	if err := bot.DeleteJob(ctx, "bot-job"); err != nil {
 		t.Error(err)
+	}
+	// The same original-format file twice in the same second: the second
+	// job gets a suffix (JOB_NAME too), not a conflict over a name the
+	// user never chose.
+	base := "twice-" + tlsClock.UTC().Format("20060102-150405")
+	for i, want := range []string{base, base + "-2"} {
+		job, err := bot.CreateJob(ctx, []byte(mpijob("twice")))
+		if err != nil {
+			t.Fatalf("submission %d: %v", i+1, err)
+		}
+		env := map[string]string{}
+		for _, v := range job.Spec.Template.MPIJob.Launcher.Spec.Containers[0].Env {
+			env[v.Name] = v.Value
+		}
+		if job.Name != want || env["JOB_NAME"] != want {
+			t.Errorf("submission %d: name %q, JOB_NAME %q, want %q", i+1, job.Name, env["JOB_NAME"], want)
+		}
+		defer func() {
+			if err := bot.DeleteJob(ctx, job.Name); err != nil {
+				t.Error(err)
+			}
+		}()
 	}
 	for _, c := range []client.Config{
 		{Server: e.tlsURL, Token: "not-a-jwt", CAFile: e.caFile},

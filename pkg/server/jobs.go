@@ -19,6 +19,7 @@ import (
 
 	"github.com/vodascheduler/voda/pkg/apis/rest"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/compat"
 )
 
 // phases are the values of the status filter.
@@ -56,16 +57,44 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, u User) error
 	if err := s.knownGPUType(r, tj.Spec.GPUType); err != nil {
 		return err
 	}
-	if _, err := tj.Spec.WorkerAccelerators(s.o.Accelerators.Of(tj.Spec.GPUType)); err != nil {
+	res := s.o.Accelerators.Of(tj.Spec.GPUType)
+	if _, err := tj.Spec.WorkerAccelerators(res); err != nil {
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
-	if err := s.c.Create(r.Context(), tj); err != nil {
-		return kubeError(err, "job", tj.Name)
+	if err := tj.Spec.TemplateConflicts(res); err != nil {
+		return errorf(http.StatusBadRequest, "%s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	if err := s.create(r, tj, compat.IsMPIJob(body)); err != nil {
+		return err
 	}
 	typed(tj)
 	w.Header().Set("Location", "/api/v1/jobs/"+tj.Name)
 	writeJSON(w, http.StatusCreated, tj)
 	return nil
+}
+
+// create creates the job. A job in the original format is named after its
+// file and the second it was submitted; when that name is taken (the same
+// file submitted twice within a second), it gets the first free suffix
+// -2 … -9 instead of a conflict over a name the user never chose.
+func (s *Server) create(r *http.Request, tj *v1alpha1.TrainingJob, generated bool) error {
+	base := tj.Name
+	err := s.c.Create(r.Context(), tj)
+	for n := 2; generated && apierrors.IsAlreadyExists(err) && n <= 9; n++ {
+		name := fmt.Sprintf("%s-%d", base, n)
+		if len(validation.IsDNS1035Label(name)) > 0 {
+			break
+		}
+		compat.Rename(tj, name)
+		err = s.c.Create(r.Context(), tj)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case generated && apierrors.IsAlreadyExists(err):
+		return errorf(http.StatusConflict, "job %s and the names after it are taken: an MPIJob file's job is named metadata.name plus the second it was submitted; submit again in a second, or change metadata.name", base)
+	}
+	return kubeError(err, "job", tj.Name)
 }
 
 // knownGPUType checks that some node has the GPU type, so that a typo does

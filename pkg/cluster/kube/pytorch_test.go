@@ -411,13 +411,20 @@ func testWorkerGPUsMismatch(t *testing.T, k *cluster) {
 	tj.Spec.Template.PyTorchJob.Worker.Spec.Containers[0].Resources.Limits = corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("4")}
 	derived := newJob(ns, "two", gpu, 1, 1)
 	derived.Spec.Template.MPIJob.Worker.Spec.Containers[0].Resources.Limits = corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("2")}
-	k.create(t, tj, derived)
-	j := k.waitPhase(t, ns, "bad", v1alpha1.PhaseFailed)
-	want := "refused: spec.gpusPerWorker is 2 but spec.template.pytorchJob.worker.spec asks for 4 nvidia.com/gpu per worker"
-	if len(j.Status.Message) < len(want) || j.Status.Message[:len(want)] != want {
-		t.Errorf("message %q, want it to start with %q", j.Status.Message, want)
+	// A worker template that picks its own node would fight placement.
+	pinned := newJob(ns, "pinned", gpu, 1, 1)
+	pinned.Spec.Template.MPIJob.Worker.Spec.NodeName = "mismatch-gpu-0"
+	k.create(t, tj, derived, pinned)
+	for name, want := range map[string]string{
+		"bad":    "refused: spec.gpusPerWorker is 2 but spec.template.pytorchJob.worker.spec asks for 4 nvidia.com/gpu per worker",
+		"pinned": "refused: spec.template.mpiJob.worker.spec.nodeName: Voda chooses each worker's node",
+	} {
+		j := k.waitPhase(t, ns, name, v1alpha1.PhaseFailed)
+		if len(j.Status.Message) < len(want) || j.Status.Message[:len(want)] != want {
+			t.Errorf("%s: message %q, want it to start with %q", name, j.Status.Message, want)
+		}
+		k.expectEvents(t, ns, name, map[string]int{"InvalidSpec:": 1})
 	}
-	k.expectEvents(t, ns, "bad", map[string]int{"InvalidSpec:": 1})
 	// The MPIJob's worker asks for 2 GPUs: Voda counts 2, not 1.
 	two := k.waitSettled(t, ns, "two", 1)
 	if two.Status.GPUs != 2 || two.Status.GPUsPerWorker != 2 {

@@ -278,8 +278,10 @@ func (c *Controller) admissible(tj *v1alpha1.TrainingJob, rt *workload) error {
 		return fmt.Errorf("the %s kind (%s) is not installed in this cluster: install its operator (docs/install.md) and restart Voda's controller, or use another runtime",
 			rt.kind, rt.gvk.GroupVersion())
 	}
-	_, err := c.workerUnits(tj)
-	return err
+	if _, err := c.workerUnits(tj); err != nil {
+		return err
+	}
+	return tj.Spec.TemplateConflicts(c.resourceOf(tj))
 }
 
 // workerUnits is the units of its GPU type's resource each worker of a job

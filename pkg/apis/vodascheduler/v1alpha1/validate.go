@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -52,6 +53,9 @@ func (tj *TrainingJob) Validate() error {
 	if _, err := s.WorkerGPUs(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := s.TemplateConflicts(GPUResource); err != nil {
+		errs = append(errs, err)
+	}
 	m, pt := s.Template.MPIJob, s.Template.PyTorchJob
 	switch {
 	case m == nil && pt == nil:
@@ -68,6 +72,58 @@ func (tj *TrainingJob) Validate() error {
 		}
 		if len(m.Worker.Spec.Containers) == 0 {
 			errs = append(errs, errors.New("spec.template.mpiJob.worker has no container"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TemplateConflicts reports what a job's pod templates set that Voda
+// cannot honour: it decides every worker's node itself (a scheduling gate
+// it lifts once it has chosen, and a hostname nodeSelector), so a worker
+// template may not choose nodes or a scheduler of its own, and only the
+// workers hold the job's accelerators (res, and nvidia.com/gpu). Each
+// problem names the field to remove and why.
+func (s *TrainingJobSpec) TemplateConflicts(res corev1.ResourceName) error {
+	field, worker := s.Template.workerTemplate()
+	if worker == nil {
+		return nil
+	}
+	var errs []error
+	w := &worker.Spec
+	bad := func(what, why string) {
+		errs = append(errs, fmt.Errorf("%s.spec.%s: %s", field, what, why))
+	}
+	if w.NodeName != "" {
+		bad("nodeName", "Voda chooses each worker's node; remove it")
+	}
+	if w.SchedulerName != "" {
+		bad("schedulerName", "Voda's workers are bound by the cluster's scheduler (or the gang scheduler Voda is configured with) once Voda lifts their scheduling gate; remove it")
+	}
+	for _, k := range slices.Sorted(maps.Keys(w.NodeSelector)) {
+		switch {
+		case k != AcceleratorLabel:
+			bad("nodeSelector."+k, "Voda places workers on the nodes of spec.gpuType and selects the node itself; a further selector can leave a worker Pending on the node Voda chose. Remove it (label the GPU type's nodes instead)")
+		case w.NodeSelector[k] != s.GPUType:
+			bad("nodeSelector."+k, fmt.Sprintf("is %q but spec.gpuType is %q: remove it or make them equal", w.NodeSelector[k], s.GPUType))
+		}
+	}
+	if a := w.Affinity; a != nil && (a.NodeAffinity != nil || a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		bad("affinity", "Voda chooses each worker's node (keeping a job on as few nodes as it can); node and pod affinity would fight that choice. Remove it")
+	}
+	if len(w.TopologySpreadConstraints) > 0 {
+		bad("topologySpreadConstraints", "Voda chooses each worker's node; remove them")
+	}
+	for _, g := range w.SchedulingGates {
+		if g.Name != PlacementGate {
+			bad("schedulingGates", fmt.Sprintf("gate %q: Voda lifts only its own gate, so the workers would never start; remove it", g.Name))
+		}
+	}
+	if m := s.Template.MPIJob; m != nil {
+		for _, r := range []corev1.ResourceName{GPUResource, res} {
+			if n, _ := PodGPUs(&m.Launcher.Spec, r); n > 0 && r != corev1.ResourceCPU {
+				errs = append(errs, fmt.Errorf("spec.template.mpiJob.launcher.spec asks for %d %s: only workers hold the job's accelerators (the launcher runs mpirun); remove it", n, r))
+				break
+			}
 		}
 	}
 	return errors.Join(errs...)

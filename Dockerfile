@@ -1,6 +1,6 @@
 # The voda image: a static binary on a distroless base, run as non-root.
-#   make image                      # docker build -t ghcr.io/vodascheduler/voda:0.1.0 .
-#   make image IMAGE=registry/voda:tag CONTAINER_ENGINE=podman
+#   docker build -t ghcr.io/vodascheduler/voda:0.1.0 .   # with a container engine;
+#   make image builds the same image without one (docs/install.md).
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./

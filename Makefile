@@ -37,10 +37,11 @@ test-unit: ## Run the tests that start no external processes (no binaries needed
 test-integration: tools ## Run the tests against a local control plane (names contain Integration).
 	$(GO) test -race -count=1 -run '$(INTEGRATION)' $(PKGS)
 
-tools: ## Build etcd, Kubernetes, kwok and mpi-operator from pinned modules into .cache/tools.
+tools: ## Build the local control plane (etcd, Kubernetes, kwok, the operators, helm, scheduler-plugins) from pinned modules into .cache/tools.
 	@hack/tools/build.sh
 
-dev-cluster: tools ## Run a local control plane with fake GPU nodes until Ctrl-C.
+dev-cluster: ## Run a local control plane with fake GPU nodes until Ctrl-C (builds only what it runs: no helm, no scheduler-plugins).
+	@hack/tools/build.sh k8s etcd kwok mpi-operator training-operator
 	NODES=$(NODES) GPUS=$(GPUS) TYPES=$(TYPES) $(GO) run ./hack/devcluster
 
 generate: ## Regenerate the TrainingJob deep copies and CRD YAML with controller-gen.

@@ -71,6 +71,9 @@ func helmBin(t *testing.T) string {
 		t.Skip("runs helm; skipped with -short")
 	}
 	bin, err := testenv.BinDir()
+	if err == nil {
+		err = testenv.HasHelm(bin)
+	}
 	if err != nil {
 		t.Skip(err)
 	}

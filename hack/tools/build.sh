@@ -7,8 +7,14 @@
 # already there; $CACHE/bin then holds symlinks to the pinned versions, which is
 # where internal/testenv looks (VODA_TOOLS_BIN overrides it).
 #
-# Usage: hack/tools/build.sh            build what is missing
+# Usage: hack/tools/build.sh                 build what is missing
+#        hack/tools/build.sh etcd k8s kwok   only these components
 #        VODA_TOOLS_CACHE=dir hack/tools/build.sh
+#        VODA_TOOLS_JOBS=N hack/tools/build.sh   N components at once (default 1:
+#                                                on 2 cores two at once measured
+#                                                only 4 % faster, 137 → 131 s)
+# Components: k8s etcd kwok mpi-operator training-operator helm
+# scheduler-plugins.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -52,7 +58,11 @@ build() {
 	tmp="$cache/$comp-$ver/bin.tmp"
 	rm -rf "$tmp"
 	mkdir -p "$tmp"
-	(cd "$here/$comp" && "$go" build -ldflags "-s -w $ldflags" -o "$tmp/" "$@")
+	# Checked explicitly: build runs where set -e does not apply (||).
+	if ! (cd "$here/$comp" && "$go" build -ldflags "-s -w $ldflags" -o "$tmp/" "$@"); then
+		echo "tools: building $comp $ver failed" >&2
+		return 1
+	fi
 	if [ -x "$tmp/server" ]; then mv "$tmp/server" "$tmp/etcd"; fi
 	rm -rf "$out"
 	mv "$tmp" "$out"
@@ -76,22 +86,73 @@ k8s_ldflags="-X k8s.io/component-base/version.gitVersion=$k8s_ver
  -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$k8s_minor"
 k8s_ldflags=$(echo $k8s_ldflags)
 
-# etcd's main package is its module root; go build would name it "server".
-build etcd "$etcd_ver" "" go.etcd.io/etcd/server/v3
-build k8s "$k8s_ver" "$k8s_ldflags" \
-	k8s.io/kubernetes/cmd/kube-apiserver \
-	k8s.io/kubernetes/cmd/kube-controller-manager \
-	k8s.io/kubernetes/cmd/kube-scheduler \
-	k8s.io/kubernetes/cmd/kubectl
-build kwok "$kwok_ver" "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_ver#v}" sigs.k8s.io/kwok/cmd/kwok
-build mpi-operator "$mpi_ver" "" github.com/kubeflow/mpi-operator/cmd/mpi-operator
-build training-operator "$to_ver" "" github.com/kubeflow/training-operator/cmd/training-operator.v1
-build helm "$helm_ver" "-X helm.sh/helm/v3/internal/version.version=$helm_ver" helm.sh/helm/v3/cmd/helm
-build scheduler-plugins "$sp_ver" "" sigs.k8s.io/scheduler-plugins/cmd/scheduler sigs.k8s.io/scheduler-plugins/cmd/controller
+all="k8s etcd kwok mpi-operator training-operator helm scheduler-plugins"
+want="${*:-$all}"
+for c in $want; do
+	case " $all " in *" $c "*) ;; *) echo "tools: unknown component $c (want some of: $all)" >&2; exit 2 ;; esac
+done
+wanted() { case " $want " in *" $1 "*) return 0 ;; esac; return 1; }
+
+# component <name>: build one component (see build).
+component() {
+	case "$1" in
+	# etcd's main package is its module root; go build would name it "server".
+	etcd) build etcd "$etcd_ver" "" go.etcd.io/etcd/server/v3 ;;
+	k8s) build k8s "$k8s_ver" "$k8s_ldflags" \
+		k8s.io/kubernetes/cmd/kube-apiserver \
+		k8s.io/kubernetes/cmd/kube-controller-manager \
+		k8s.io/kubernetes/cmd/kube-scheduler \
+		k8s.io/kubernetes/cmd/kubectl ;;
+	kwok) build kwok "$kwok_ver" "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_ver#v}" sigs.k8s.io/kwok/cmd/kwok ;;
+	mpi-operator) build mpi-operator "$mpi_ver" "" github.com/kubeflow/mpi-operator/cmd/mpi-operator ;;
+	training-operator) build training-operator "$to_ver" "" github.com/kubeflow/training-operator/cmd/training-operator.v1 ;;
+	helm) build helm "$helm_ver" "-X helm.sh/helm/v3/internal/version.version=$helm_ver" helm.sh/helm/v3/cmd/helm ;;
+	scheduler-plugins) build scheduler-plugins "$sp_ver" "" sigs.k8s.io/scheduler-plugins/cmd/scheduler sigs.k8s.io/scheduler-plugins/cmd/controller ;;
+	esac
+}
+
+# Build the wanted components, VODA_TOOLS_JOBS at a time, in the order
+# given (Kubernetes first: alone it is about 40 % of a cold build). Each
+# one's output goes to a log printed when it ends, so logs do not
+# interleave, and its exit status to a file.
+jobs="${VODA_TOOLS_JOBS:-1}"
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+start_all=$(date +%s)
+running=0
+for c in $want; do
+	if [ "$jobs" -le 1 ]; then
+		rc=0
+		component "$c" || rc=$?
+		echo "$rc" >"$logs/$c.rc"
+		continue
+	fi
+	(
+		rc=0
+		component "$c" >"$logs/$c" 2>&1 || rc=$?
+		echo "$rc" >"$logs/$c.rc"
+		cat "$logs/$c"
+	) &
+	running=$((running + 1))
+	if [ "$running" -ge "$jobs" ]; then
+		wait -n || true
+		running=$((running - 1))
+	fi
+done
+wait
+failed=""
+for c in $want; do
+	if [ "$(cat "$logs/$c.rc" 2>/dev/null)" != 0 ]; then failed="$failed $c"; fi
+done
+if [ -n "$failed" ]; then
+	echo "tools: building$failed failed (the output is above)" >&2
+	exit 1
+fi
+echo "tools: $want done in $(($(date +%s) - start_all))s"
 
 # The MPIJob CRD comes from the same pinned module, copied at build time.
 crd="$cache/mpi-operator-$mpi_ver/crd/kubeflow.org_mpijobs.yaml"
-if [ ! -f "$crd" ]; then
+if wanted mpi-operator && [ ! -f "$crd" ]; then
 	moddir=$(cd "$here/mpi-operator" && "$go" list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)
 	mkdir -p "$(dirname "$crd")"
 	cp "$moddir/manifests/base/kubeflow.org_mpijobs.yaml" "$crd"
@@ -100,7 +161,7 @@ fi
 
 # The PyTorchJob CRD, from the training-operator's pinned module.
 tocrd="$cache/training-operator-$to_ver/crd/kubeflow.org_pytorchjobs.yaml"
-if [ ! -f "$tocrd" ]; then
+if wanted training-operator && [ ! -f "$tocrd" ]; then
 	moddir=$(cd "$here/training-operator" && "$go" list -m -f '{{.Dir}}' github.com/kubeflow/training-operator)
 	mkdir -p "$(dirname "$tocrd")"
 	cp "$moddir/manifests/base/crds/kubeflow.org_pytorchjobs.yaml" "$tocrd"
@@ -109,7 +170,7 @@ fi
 
 # The PodGroup CRD of coscheduling, from the same pinned module.
 spcrd="$cache/scheduler-plugins-$sp_ver/crd/scheduling.x-k8s.io_podgroups.yaml"
-if [ ! -f "$spcrd" ]; then
+if wanted scheduler-plugins && [ ! -f "$spcrd" ]; then
 	moddir=$(cd "$here/scheduler-plugins" && "$go" list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)
 	mkdir -p "$(dirname "$spcrd")"
 	cp "$moddir/manifests/coscheduling/crd.yaml" "$spcrd"
@@ -118,17 +179,25 @@ fi
 
 # $cache/bin: one stable place with the pinned versions.
 mkdir -p "$cache/bin"
-ln -sfn "../etcd-$etcd_ver/bin/etcd" "$cache/bin/etcd"
-for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-	ln -sfn "../k8s-$k8s_ver/bin/$b" "$cache/bin/$b"
-done
-ln -sfn "../kwok-$kwok_ver/bin/kwok" "$cache/bin/kwok"
-ln -sfn "../mpi-operator-$mpi_ver/bin/mpi-operator" "$cache/bin/mpi-operator"
-ln -sfn "../helm-$helm_ver/bin/helm" "$cache/bin/helm"
-ln -sfn "../scheduler-plugins-$sp_ver/bin/scheduler" "$cache/bin/scheduler-plugins-scheduler"
-ln -sfn "../scheduler-plugins-$sp_ver/bin/controller" "$cache/bin/scheduler-plugins-controller"
-ln -sfn "../scheduler-plugins-$sp_ver/crd/scheduling.x-k8s.io_podgroups.yaml" "$cache/bin/scheduling.x-k8s.io_podgroups.yaml"
-ln -sfn "../mpi-operator-$mpi_ver/crd/kubeflow.org_mpijobs.yaml" "$cache/bin/kubeflow.org_mpijobs.yaml"
-ln -sfn "../training-operator-$to_ver/bin/training-operator.v1" "$cache/bin/training-operator"
-ln -sfn "../training-operator-$to_ver/crd/kubeflow.org_pytorchjobs.yaml" "$cache/bin/kubeflow.org_pytorchjobs.yaml"
+if wanted etcd; then ln -sfn "../etcd-$etcd_ver/bin/etcd" "$cache/bin/etcd"; fi
+if wanted k8s; then
+	for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+		ln -sfn "../k8s-$k8s_ver/bin/$b" "$cache/bin/$b"
+	done
+fi
+if wanted kwok; then ln -sfn "../kwok-$kwok_ver/bin/kwok" "$cache/bin/kwok"; fi
+if wanted mpi-operator; then
+	ln -sfn "../mpi-operator-$mpi_ver/bin/mpi-operator" "$cache/bin/mpi-operator"
+	ln -sfn "../mpi-operator-$mpi_ver/crd/kubeflow.org_mpijobs.yaml" "$cache/bin/kubeflow.org_mpijobs.yaml"
+fi
+if wanted helm; then ln -sfn "../helm-$helm_ver/bin/helm" "$cache/bin/helm"; fi
+if wanted scheduler-plugins; then
+	ln -sfn "../scheduler-plugins-$sp_ver/bin/scheduler" "$cache/bin/scheduler-plugins-scheduler"
+	ln -sfn "../scheduler-plugins-$sp_ver/bin/controller" "$cache/bin/scheduler-plugins-controller"
+	ln -sfn "../scheduler-plugins-$sp_ver/crd/scheduling.x-k8s.io_podgroups.yaml" "$cache/bin/scheduling.x-k8s.io_podgroups.yaml"
+fi
+if wanted training-operator; then
+	ln -sfn "../training-operator-$to_ver/bin/training-operator.v1" "$cache/bin/training-operator"
+	ln -sfn "../training-operator-$to_ver/crd/kubeflow.org_pytorchjobs.yaml" "$cache/bin/kubeflow.org_pytorchjobs.yaml"
+fi
 echo "tools: ready in $cache/bin"

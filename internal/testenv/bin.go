@@ -12,12 +12,38 @@ import (
 // binaries are looked up.
 const BinEnv = "VODA_TOOLS_BIN"
 
-// The files hack/tools/build.sh puts in its bin directory.
+// The files of hack/tools/build.sh that every environment needs (`make
+// dev-cluster` builds only these).
 var requiredFiles = []string{
 	"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-	"kwok", "mpi-operator", "kubeflow.org_mpijobs.yaml", "kubectl", "helm",
-	"scheduler-plugins-scheduler", "scheduler-plugins-controller", "scheduling.x-k8s.io_podgroups.yaml",
+	"kwok", "mpi-operator", "kubeflow.org_mpijobs.yaml", "kubectl",
+	"training-operator", "kubeflow.org_pytorchjobs.yaml",
 }
+
+// The files of what only some tests use: helm (the chart's tests) and the
+// scheduler-plugins coscheduling scheduler (gang scheduling).
+var (
+	helmFiles         = []string{"helm"}
+	coschedulingFiles = []string{"scheduler-plugins-scheduler", "scheduler-plugins-controller", "scheduling.x-k8s.io_podgroups.yaml"}
+)
+
+// HasFiles reports, as an error wrapping ErrNoBinaries, which of files are
+// missing from the binaries' directory dir.
+func HasFiles(dir string, files ...string) error {
+	var missing []string
+	for _, f := range files {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s missing in %s", ErrNoBinaries, strings.Join(missing, ", "), dir)
+	}
+	return nil
+}
+
+// HasHelm reports whether the pinned helm is built, as HasFiles does.
+func HasHelm(dir string) error { return HasFiles(dir, helmFiles...) }
 
 // ErrNoBinaries is returned, wrapped, when the component binaries are not built.
 var ErrNoBinaries = errors.New("control-plane binaries not built; run `make tools`")
@@ -34,14 +60,8 @@ func BinDir() (string, error) {
 		}
 		dir = filepath.Join(root, ".cache", "tools", "bin")
 	}
-	var missing []string
-	for _, f := range requiredFiles {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			missing = append(missing, f)
-		}
-	}
-	if len(missing) > 0 {
-		return "", fmt.Errorf("%w: %s missing in %s", ErrNoBinaries, strings.Join(missing, ", "), dir)
+	if err := HasFiles(dir, requiredFiles...); err != nil {
+		return "", err
 	}
 	return dir, nil
 }

@@ -32,6 +32,9 @@ func ChartDir() (string, error) {
 // Helm runs the pinned helm against the environment and returns its
 // standard output.
 func (e *Env) Helm(ctx context.Context, args ...string) ([]byte, error) {
+	if err := HasHelm(e.bin); err != nil {
+		return nil, err
+	}
 	return e.run(ctx, nil, "helm", append(args, "--kubeconfig", e.Kubeconfig)...)
 }
 

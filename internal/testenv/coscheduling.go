@@ -60,6 +60,9 @@ func (e *Env) StartCoscheduling(ctx context.Context) error {
 	if e.cosched {
 		return nil
 	}
+	if err := HasFiles(e.bin, coschedulingFiles...); err != nil {
+		return err
+	}
 	if err := e.ApplyPodGroupCRD(ctx); err != nil {
 		return err
 	}

@@ -25,13 +25,15 @@ type process struct {
 	logFile *os.File
 	done    chan struct{} // closed when the process has exited
 	err     error         // the exit status; read only after done is closed
+	env     []string      // added to the environment (kept for a restart)
 }
 
 // startProcess runs bin with args, its stdout and stderr going to
 // <logDir>/<name>.log, and env added to the current environment.
 func startProcess(name, bin string, args []string, logDir string, env ...string) (*process, error) {
 	logPath := filepath.Join(logDir, name+".log")
-	f, err := os.Create(logPath)
+	// Appended to: a restarted component (Env.Outage) continues its log.
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -44,7 +46,7 @@ func startProcess(name, bin string, args []string, logDir string, env ...string)
 		_ = f.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, logFile: f, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, logPath: logPath, logFile: f, done: make(chan struct{}), env: env}
 	go func() {
 		p.err = cmd.Wait()
 		_ = f.Close()

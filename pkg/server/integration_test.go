@@ -90,6 +90,7 @@ func TestIntegrationAPI(t *testing.T) {
 	t.Run("Examples", func(t *testing.T) { testExamples(t, e) })
 	t.Run("Schedulers", func(t *testing.T) { testSchedulers(t, e) })
 	t.Run("TokenReview", func(t *testing.T) { testTokenReview(t, e) })
+	t.Run("Outage", func(t *testing.T) { testOutage(t, e) })
 	// Last: every status code answered above must be documented.
 	t.Run("StatusCodesDocumented", func(t *testing.T) {
 		testCodesDocumented(t, e.registry)
@@ -246,6 +247,51 @@ func selfSignedCert(t *testing.T) (cert, key, ca string) {
 		t.Fatal(err)
 	}
 	return cert, key, cert
+}
+
+// testOutage stops the Kubernetes API server for a while: the API answers
+// 503 with a JSON error, promptly, and creates nothing; once the API
+// server is back, it answers again.
+func testOutage(t *testing.T, e *apiEnv) {
+	ctx := context.Background()
+	const down = 15 * time.Second
+	outage := make(chan error, 1)
+	stopped := time.Now()
+	go func() { outage <- e.env.Outage(ctx, "kube-apiserver", down) }()
+	time.Sleep(3 * time.Second) // stopping takes up to a moment
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/api/v1/jobs", ""},
+		{"GET", "/api/v1/jobs/life", ""},
+		{"POST", "/api/v1/jobs", tj("during-outage")},
+		{"GET", "/api/v1/schedulers", ""},
+	} {
+		start := time.Now()
+		code, msg := e.call(t, c.method, c.path, "root", "application/yaml", c.body)
+		took := time.Since(start)
+		if code != http.StatusServiceUnavailable || !strings.Contains(msg, "cannot be reached") {
+			t.Errorf("%s %s during the outage: %d %q, want 503 saying the API server cannot be reached", c.method, c.path, code, msg)
+		}
+		if took > 21*time.Second {
+			t.Errorf("%s %s took %s during the outage", c.method, c.path, took)
+		}
+		t.Logf("%s %s during the outage: %d in %s", c.method, c.path, code, took.Round(time.Millisecond))
+	}
+	if err := <-outage; err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	err := testenv.PollUntil(ctx, 60*time.Second, "the API answering again", func(ctx context.Context) (bool, error) {
+		code, _ := e.call(t, "GET", "/api/v1/jobs", "root", "", "")
+		return code == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("API server down %s (stopped at +0, ready at +%s); the REST API answered 200 %s after it was ready",
+		down, back.Sub(stopped).Round(time.Millisecond), time.Since(back).Round(time.Millisecond))
+	if slices.Contains(e.jobs(t), "during-outage") {
+		t.Error("a job submitted during the outage exists")
+	}
 }
 
 // call sends a raw request as user ("" for none) and returns the status and

@@ -5,16 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
@@ -221,13 +226,41 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// requestTimeout bounds every request, the calls to the Kubernetes API
+// server it makes included.
+const requestTimeout = 20 * time.Second
+
+// unreachable reports whether err says the Kubernetes API server could
+// not be reached or did not answer in time (rather than answering no):
+// such a request is answered 503, to be tried again. An error this package
+// already gave a status keeps it.
+func unreachable(err error) bool {
+	var he *httpError
+	if errors.As(err, &he) {
+		return false
+	}
+	var ne net.Error
+	var ue *url.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.As(err, &ne) || errors.As(err, &ue) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err)
+}
+
 // serve runs one route: limits the body, authenticates, records metrics
 // and turns an error into its JSON answer.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBodyBytes)
+	// No request waits longer than this on the Kubernetes API server: an
+	// outage is answered, not hung on.
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	r = r.WithContext(ctx)
 	err := s.authenticated(sw, r, rt)
+	if err != nil && unreachable(err) {
+		err = errorf(http.StatusServiceUnavailable, "the Kubernetes API server cannot be reached now; try again shortly (%v)", err)
+	}
 	if err != nil {
 		code := StatusOf(err)
 		if code >= http.StatusInternalServerError {

@@ -115,6 +115,21 @@ component() {
 # given (Kubernetes first: alone it is about 40 % of a cold build). Each
 # one's output goes to a log printed when it ends, so logs do not
 # interleave, and its exit status to a file.
+# Download the modules of every component still to build at once, in the
+# background: downloading is network-bound and overlaps the compiling
+# (measured cold, two components: 179 s → 167 s). The builds wait for
+# what they need through the module cache's locks.
+verof() {
+	case "$1" in
+	k8s) echo "$k8s_ver" ;; etcd) echo "$etcd_ver" ;; kwok) echo "$kwok_ver" ;;
+	mpi-operator) echo "$mpi_ver" ;; training-operator) echo "$to_ver" ;;
+	helm) echo "$helm_ver" ;; scheduler-plugins) echo "$sp_ver" ;;
+	esac
+}
+for c in $want; do
+	if [ -d "$cache/$c-$(verof "$c")/bin" ]; then continue; fi
+	( cd "$here/$c" && "$go" mod download >/dev/null 2>&1 || true ) &
+done
 jobs="${VODA_TOOLS_JOBS:-1}"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT

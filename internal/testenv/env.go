@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -59,6 +60,7 @@ type Env struct {
 	procs    []*process
 	lock     *os.File // held while mpi-operator runs; see lockMPIOperator
 	stopOnce sync.Once
+	stopping bool // set by Stop, under mu: supervised processes stay down
 	// cosched is set once StartCoscheduling succeeded; guarded by coschedMu.
 	coschedMu sync.Mutex
 	cosched   bool
@@ -184,6 +186,7 @@ func (e *Env) trainingOperator() bool { return !e.opts.NoMPIOperator && !e.opts.
 func (e *Env) Stop() {
 	e.stopOnce.Do(func() {
 		e.mu.Lock()
+		e.stopping = true
 		procs := e.procs
 		e.mu.Unlock()
 		for i := len(procs) - 1; i >= 0; i-- {
@@ -215,7 +218,46 @@ func (e *Env) start(name, bin string, args []string, env ...string) (*process, e
 	e.procs = append(e.procs, p)
 	e.mu.Unlock()
 	e.opts.Logf("testenv: started %s (pid %d)", name, p.cmd.Process.Pid)
+	if supervised[name] {
+		go e.supervise(p)
+	}
 	return p, nil
+}
+
+// supervised are the components restarted when they exit, as the
+// Deployment or static pod that runs them in a cluster would: the
+// controllers exit on purpose when they lose their leader lease (during a
+// control-plane outage, for instance). etcd and kube-apiserver are not:
+// Outage stops and starts them.
+var supervised = map[string]bool{
+	"kube-controller-manager": true, "kube-scheduler": true, "kwok": true,
+	"mpi-operator": true, "training-operator": true,
+	"scheduler-plugins-scheduler": true, "scheduler-plugins-controller": true,
+}
+
+// supervise restarts p, and what replaces it, each time it exits, until
+// the environment stops.
+func (e *Env) supervise(p *process) {
+	for {
+		<-p.done
+		time.Sleep(time.Second) // as a crash-looping pod's first back-off
+		e.mu.Lock()
+		i := slices.Index(e.procs, p)
+		if e.stopping || i < 0 {
+			e.mu.Unlock()
+			return
+		}
+		np, err := restartProcess(p)
+		if err != nil {
+			e.mu.Unlock()
+			e.opts.Logf("testenv: %s exited (%v) and could not be restarted: %v", p.name, p.err, err)
+			return
+		}
+		e.procs[i] = np
+		e.mu.Unlock()
+		e.opts.Logf("testenv: %s exited (%v); restarted it (pid %d)", p.name, p.err, np.cmd.Process.Pid)
+		p = np
+	}
 }
 
 // writeKubeconfig writes the admin kubeconfig and builds the clients.

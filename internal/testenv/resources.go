@@ -122,6 +122,16 @@ func (e *Env) CreateGPUNodes(ctx context.Context, specs ...NodeSpec) ([]string, 
 	return names, e.WaitNodesReady(ctx, names...)
 }
 
+// CreateGPUNode creates one node named name as CreateGPUNodes would (Count
+// is ignored) and waits until it is Ready: a node that joins later, e.g. to
+// replace one that was deleted.
+func (e *Env) CreateGPUNode(ctx context.Context, name string, s NodeSpec) error {
+	if err := e.createNode(ctx, name, s); err != nil {
+		return err
+	}
+	return e.WaitNodesReady(ctx, name)
+}
+
 func (e *Env) createNode(ctx context.Context, name string, s NodeSpec) error {
 	unit := s.Resource
 	if unit == "" {

@@ -155,6 +155,9 @@ func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (
 	info := nodeInfo{}
 	switch err := c.client.Get(ctx, req.NamespacedName, &n); {
 	case apierrors.IsNotFound(err):
+		if err := c.releaseDeletedNode(ctx, req.Name); err != nil {
+			return reconcile.Result{}, err
+		}
 	case err != nil:
 		return reconcile.Result{}, err
 	default:
@@ -185,6 +188,32 @@ func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (
 		c.log.Info("node joined", "node", req.Name, "gpuType", info.gpuType, "gpus", info.gpus)
 	}
 	return reconcile.Result{}, nil
+}
+
+// releaseDeletedNode removes, without waiting for a kubelet, the pods of
+// Voda's jobs still bound to a node whose Node object was deleted. No
+// kubelet will ever confirm their end, so they would stay Terminating
+// until the pod garbage collector's quarantine runs out (about a minute),
+// and their names, which the operators reuse, would keep the jobs' new
+// workers from being created. Voda has already counted the node's GPUs
+// gone and planned the jobs elsewhere; this is the decision the garbage
+// collector makes for pods on deleted nodes, made when Voda sees it.
+func (c *Controller) releaseDeletedNode(ctx context.Context, node string) error {
+	var pods corev1.PodList
+	if err := c.client.List(ctx, &pods, client.HasLabels{v1alpha1.JobLabel}); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName != node {
+			continue
+		}
+		if err := c.client.Delete(ctx, p, client.GracePeriodSeconds(0), client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("remove pod %s/%s of deleted node %s: %w", p.Namespace, p.Name, node, err)
+		}
+		c.log.Info("removed a pod of a deleted node", "pod", p.Namespace+"/"+p.Name, "node", node)
+	}
+	return nil
 }
 
 // hostname returns the kubernetes.io/hostname of a node.

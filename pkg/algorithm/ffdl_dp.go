@@ -126,18 +126,23 @@ type hullVertex struct {
 func upperHull(gains []float64) []hullVertex {
 	var h []hullVertex
 	for x, y := range gains {
-		p := hullVertex{x, y}
-		for len(h) >= 2 {
-			a, b := h[len(h)-2], h[len(h)-1]
-			// Drop b when it lies on or below the segment from a to p.
-			if (b.y-a.y)*float64(p.x-a.x) > (p.y-a.y)*float64(b.x-a.x) {
-				break
-			}
-			h = h[:len(h)-1]
-		}
-		h = append(h, p)
+		h = hullAppend(h, hullVertex{x, y})
 	}
 	return h
+}
+
+// hullAppend adds p, right of every vertex of the upper concave hull h, and
+// returns the hull: the vertices that p puts on or below a chord go.
+func hullAppend(h []hullVertex, p hullVertex) []hullVertex {
+	for len(h) >= 2 {
+		a, b := h[len(h)-2], h[len(h)-1]
+		// Keep b only while it lies strictly above the segment from a to p.
+		if (b.y-a.y)*float64(p.x-a.x) > (p.y-a.y)*float64(b.x-a.x) {
+			break
+		}
+		h = h[:len(h)-1]
+	}
+	return append(h, p)
 }
 
 // hullSegment is a hull edge of job d: n unit steps of gain slope each.

@@ -85,18 +85,12 @@ var _ Policy = HeSRPT{}
 // Name implements Policy.
 func (HeSRPT) Name() string { return NameHeSRPT }
 
-// hsVertex is a point of a job's hull: n workers, speedup s.
-type hsVertex struct {
-	n int
-	s float64
-}
-
 // hsJob is a job's state in one allocation.
 type hsJob struct {
 	j      *Job
 	w      float64 // weight per worker
 	perGPU float64 // k^−(1+Exponent): from a worker's weighted gain to a GPU's
-	hull   []hsVertex
+	hull   []hullVertex
 	next   int // index of the next hull vertex to reach
 	n      int // workers granted so far
 	cap    int // largest size allowed this round
@@ -264,27 +258,17 @@ func packs(j *Job, n, node int) bool {
 // sizes n in [Min, limit] that pack, dropping every size no faster than a
 // smaller one. limit itself is kept when it is the job's current size, so
 // a job held at its size is not rounded down.
-func hsHull(j *Job, limit, node int) []hsVertex {
-	h := []hsVertex{{0, 0}}
+func hsHull(j *Job, limit, node int) []hullVertex {
+	h := []hullVertex{{0, 0}}
 	best := 0.0
 	for n := j.Min; n <= limit; n++ {
 		if !packs(j, n, node) && !(n == limit && n == j.Workers) {
 			continue
 		}
-		p := hsVertex{n, j.S(n)}
-		if !(p.s > best) {
-			continue
+		if s := j.S(n); s > best {
+			best = s
+			h = hullAppend(h, hullVertex{n, s})
 		}
-		best = p.s
-		for len(h) >= 2 {
-			a, b := h[len(h)-2], h[len(h)-1]
-			// Keep b only while it lies strictly above the chord a–p.
-			if (b.s-a.s)*float64(p.n-a.n) > (p.s-a.s)*float64(b.n-a.n) {
-				break
-			}
-			h = h[:len(h)-1]
-		}
-		h = append(h, p)
 	}
 	return h
 }
@@ -292,8 +276,8 @@ func hsHull(j *Job, limit, node int) []hsVertex {
 // value is the weighted gain per GPU of the job's next hull segment.
 func (a *hsJob) value(hysteresis float64) float64 {
 	u, v := a.hull[a.next-1], a.hull[a.next]
-	val := a.w * (v.s - u.s) / float64(v.n-u.n)
-	if v.n <= a.j.Workers {
+	val := a.w * (v.y - u.y) / float64(v.x-u.x)
+	if v.x <= a.j.Workers {
 		val *= 1 + hysteresis
 	}
 	return val * a.perGPU
@@ -304,13 +288,13 @@ func (a *hsJob) value(hysteresis float64) float64 {
 func (a *hsJob) grow(c *capacity, node int) bool {
 	v := a.hull[a.next]
 	k := a.j.k()
-	if c.fits(k, v.n-a.n) {
-		c.take(k, v.n-a.n)
-		a.n = v.n
+	if c.fits(k, v.x-a.n) {
+		c.take(k, v.x-a.n)
+		a.n = v.x
 		a.next++
 		return a.next < len(a.hull)
 	}
-	for m := c.most(k, v.n-a.n-1); m > 0; m-- {
+	for m := c.most(k, v.x-a.n-1); m > 0; m-- {
 		n := a.n + m
 		if n >= a.j.Min && packs(a.j, n, node) && a.j.S(n) > a.j.S(a.n) {
 			c.take(k, m)

@@ -165,32 +165,22 @@ if [ -n "$failed" ]; then
 fi
 echo "tools: $want done in $(($(date +%s) - start_all))s"
 
-# The MPIJob CRD comes from the same pinned module, copied at build time.
-crd="$cache/mpi-operator-$mpi_ver/crd/kubeflow.org_mpijobs.yaml"
-if wanted mpi-operator && [ ! -f "$crd" ]; then
-	moddir=$(cd "$here/mpi-operator" && "$go" list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)
-	mkdir -p "$(dirname "$crd")"
-	cp "$moddir/manifests/base/kubeflow.org_mpijobs.yaml" "$crd"
-	chmod 0644 "$crd"
-fi
+# copy_crd <component> <version> <module> <path in module> <name>: copy a
+# CRD from a component's pinned module into $cache/<component>-<version>/crd.
+copy_crd() {
+	local dest="$cache/$1-$2/crd/$5" moddir
+	if ! wanted "$1" || [ -f "$dest" ]; then return; fi
+	moddir=$(cd "$here/$1" && "$go" list -m -f '{{.Dir}}' "$3")
+	mkdir -p "$(dirname "$dest")"
+	cp "$moddir/$4" "$dest"
+	chmod 0644 "$dest"
+}
 
-# The PyTorchJob CRD, from the training-operator's pinned module.
-tocrd="$cache/training-operator-$to_ver/crd/kubeflow.org_pytorchjobs.yaml"
-if wanted training-operator && [ ! -f "$tocrd" ]; then
-	moddir=$(cd "$here/training-operator" && "$go" list -m -f '{{.Dir}}' github.com/kubeflow/training-operator)
-	mkdir -p "$(dirname "$tocrd")"
-	cp "$moddir/manifests/base/crds/kubeflow.org_pytorchjobs.yaml" "$tocrd"
-	chmod 0644 "$tocrd"
-fi
-
-# The PodGroup CRD of coscheduling, from the same pinned module.
-spcrd="$cache/scheduler-plugins-$sp_ver/crd/scheduling.x-k8s.io_podgroups.yaml"
-if wanted scheduler-plugins && [ ! -f "$spcrd" ]; then
-	moddir=$(cd "$here/scheduler-plugins" && "$go" list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)
-	mkdir -p "$(dirname "$spcrd")"
-	cp "$moddir/manifests/coscheduling/crd.yaml" "$spcrd"
-	chmod 0644 "$spcrd"
-fi
+# The CRDs come from the same pinned modules as the operators, copied at
+# build time: MPIJob, PyTorchJob, and coscheduling's PodGroup.
+copy_crd mpi-operator "$mpi_ver" github.com/kubeflow/mpi-operator manifests/base/kubeflow.org_mpijobs.yaml kubeflow.org_mpijobs.yaml
+copy_crd training-operator "$to_ver" github.com/kubeflow/training-operator manifests/base/crds/kubeflow.org_pytorchjobs.yaml kubeflow.org_pytorchjobs.yaml
+copy_crd scheduler-plugins "$sp_ver" sigs.k8s.io/scheduler-plugins manifests/coscheduling/crd.yaml scheduling.x-k8s.io_podgroups.yaml
 
 # $cache/bin: one stable place with the pinned versions.
 mkdir -p "$cache/bin"

@@ -12,7 +12,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 )
 
 // How long each component may take to become ready. Generous: a loaded CI
@@ -52,7 +51,7 @@ func (e *Env) startEtcd(ctx context.Context, clientPort, peerPort int) error {
 
 func (e *Env) startAPIServer(ctx context.Context, etcdPort, port int) error {
 	host := "https://127.0.0.1:" + strconv.Itoa(port)
-	p, err := e.start("kube-apiserver", "kube-apiserver", []string{
+	_, err := e.start("kube-apiserver", "kube-apiserver", []string{
 		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(etcdPort),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -78,13 +77,7 @@ func (e *Env) startAPIServer(ctx context.Context, etcdPort, port int) error {
 	if err := e.writeKubeconfig(host); err != nil {
 		return err
 	}
-	rc, err := rest.HTTPClientFor(e.Config)
-	if err != nil {
-		return err
-	}
-	return poll(ctx, readyTimeout, "kube-apiserver /readyz", p, func(ctx context.Context) (bool, error) {
-		return httpOK(ctx, rc, host+"/readyz")
-	})
+	return e.waitAPIReady(ctx)
 }
 
 // startControllerManager runs every default controller, among them node

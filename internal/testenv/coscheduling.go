@@ -43,11 +43,7 @@ profiles:
 // ApplyPodGroupCRD installs scheduler-plugins' PodGroup CRD, built by
 // hack/tools/build.sh, without starting its scheduler.
 func (e *Env) ApplyPodGroupCRD(ctx context.Context) error {
-	crd, err := os.ReadFile(filepath.Join(e.bin, "scheduling.x-k8s.io_podgroups.yaml"))
-	if err != nil {
-		return err
-	}
-	return e.ApplyCRDs(ctx, crd)
+	return e.applyCRDFile(ctx, "scheduling.x-k8s.io_podgroups.yaml")
 }
 
 // StartCoscheduling installs the PodGroup CRD and runs the scheduler-plugins

@@ -45,7 +45,13 @@ func (e *Env) CreateNamespace(ctx context.Context, name string) error {
 // applyMPIJobCRD creates the MPIJob CRD copied from the pinned mpi-operator
 // module and waits until it is Established.
 func (e *Env) applyMPIJobCRD(ctx context.Context) error {
-	data, err := os.ReadFile(filepath.Join(e.bin, "kubeflow.org_mpijobs.yaml"))
+	return e.applyCRDFile(ctx, "kubeflow.org_mpijobs.yaml")
+}
+
+// applyCRDFile applies a CRD file that hack/tools/build.sh copied next to
+// the binaries.
+func (e *Env) applyCRDFile(ctx context.Context, name string) error {
+	data, err := os.ReadFile(filepath.Join(e.bin, name))
 	if err != nil {
 		return err
 	}

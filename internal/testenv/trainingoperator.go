@@ -30,11 +30,7 @@ const (
 // applyPyTorchJobCRD installs the PyTorchJob CRD of the pinned
 // training-operator, copied next to the binaries by hack/tools/build.sh.
 func (e *Env) applyPyTorchJobCRD(ctx context.Context) error {
-	data, err := os.ReadFile(filepath.Join(e.bin, "kubeflow.org_pytorchjobs.yaml"))
-	if err != nil {
-		return err
-	}
-	return e.ApplyCRDs(ctx, data)
+	return e.applyCRDFile(ctx, "kubeflow.org_pytorchjobs.yaml")
 }
 
 // startTrainingOperator runs the training-operator with only the PyTorchJob

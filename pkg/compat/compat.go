@@ -177,13 +177,22 @@ func FromMPIJob(data []byte, now time.Time) (*v1alpha1.TrainingJob, error) {
 			}},
 		},
 	}
-	if err := tj.Spec.TemplateConflicts(v1alpha1.GPUResource); err != nil {
-		// Name the fields as the file does.
-		msg := strings.NewReplacer("spec.template.mpiJob.worker.", "spec.mpiReplicaSpecs.Worker.template.",
-			"spec.template.mpiJob.launcher.", "spec.mpiReplicaSpecs.Launcher.template.").Replace(err.Error())
-		return nil, errors.New(msg)
+	if err := conflicts(tj, "spec.template.mpiJob.worker.", "spec.mpiReplicaSpecs.Worker.template.",
+		"spec.template.mpiJob.launcher.", "spec.mpiReplicaSpecs.Launcher.template."); err != nil {
+		return nil, err
 	}
 	return tj, nil
+}
+
+// conflicts is the converted job's TemplateConflicts, with the fields
+// named as the user's file names them (pairs of TrainingJob path, file
+// path).
+func conflicts(tj *v1alpha1.TrainingJob, paths ...string) error {
+	err := tj.Spec.TemplateConflicts(v1alpha1.GPUResource)
+	if err == nil {
+		return nil
+	}
+	return errors.New(strings.NewReplacer(paths...).Replace(err.Error()))
 }
 
 // unhonoured reports every field of the MPIJob that Voda would otherwise

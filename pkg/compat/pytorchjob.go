@@ -139,9 +139,8 @@ func FromPyTorchJob(data []byte) (*v1alpha1.TrainingJob, error) {
 			Template:         v1alpha1.TrainingJobTemplate{PyTorchJob: tmpl},
 		},
 	}
-	if err := tj.Spec.TemplateConflicts(v1alpha1.GPUResource); err != nil {
-		// Name the fields as the file does.
-		return nil, errors.New(strings.ReplaceAll(err.Error(), "spec.template.pytorchJob.worker.", "spec.pytorchReplicaSpecs.Worker.template."))
+	if err := conflicts(tj, "spec.template.pytorchJob.worker.", "spec.pytorchReplicaSpecs.Worker.template."); err != nil {
+		return nil, err
 	}
 	return tj, nil
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/vodascheduler/voda/pkg/api"
 )
@@ -110,19 +111,7 @@ func (p HeSRPT) Allocate(s Snapshot) (Result, error) {
 		j := &s.Jobs[i]
 		a := &st[i]
 		a.j, a.cap = j, j.Max
-		// The weight is computed per worker and scaled to GPUs last, so
-		// that jobs of one worker size rank exactly as they would with
-		// one-GPU workers.
-		rem := max(j.remaining(), 1e-9)
-		if math.IsInf(rem, 1) {
-			rem = unknown / float64(j.k())
-		}
-		a.w = math.Pow(rem, -cfg.Exponent)
-		if cfg.Aging > 0 {
-			waited := s.Now.Sub(j.Submitted).Seconds() - j.Executed
-			a.w *= 1 + max(waited, 0)/cfg.Aging
-		}
-		a.perGPU = math.Pow(float64(j.k()), -1-cfg.Exponent)
+		a.w, a.perGPU = cfg.weight(j, s.Now, unknown)
 		if j.Workers > 0 && j.remaining() < 3*cfg.RestartCost*j.S(j.Workers) {
 			a.floor = j.Workers
 		}
@@ -226,6 +215,23 @@ func uniformNode(nodes []int) int {
 		}
 	}
 	return nodes[0]
+}
+
+// weight is a job's weight per worker and the factor that turns a
+// worker's weighted gain into a GPU's. The weight is computed per worker
+// and scaled to GPUs last, so that jobs of one worker size rank exactly as
+// they would with one-GPU workers.
+func (cfg HeSRPTConfig) weight(j *Job, now time.Time, unknown float64) (w, perGPU float64) {
+	rem := max(j.remaining(), 1e-9)
+	if math.IsInf(rem, 1) {
+		rem = unknown / float64(j.k())
+	}
+	w = math.Pow(rem, -cfg.Exponent)
+	if cfg.Aging > 0 {
+		waited := now.Sub(j.Submitted).Seconds() - j.Executed
+		w *= 1 + max(waited, 0)/cfg.Aging
+	}
+	return w, math.Pow(float64(j.k()), -1-cfg.Exponent)
 }
 
 // unknownWork is the work assumed for a job whose remaining time is

@@ -53,6 +53,7 @@ api:
   jobNamespace: ml
   tlsSecret: voda-tls
   maxBodyBytes: 262144
+  ui: false
 metrics:
   port: 9090
   serviceMonitor: {enabled: true, interval: 15s, labels: {release: prometheus}}
@@ -150,13 +151,13 @@ func TestChartRendersWhatItPromises(t *testing.T) {
 		t.Error("may run as root")
 	case sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation:
 		t.Error("root filesystem writable or privilege escalation allowed")
-	case !contains(c.Args, "--leader-elect=true") || !contains(c.Args, "--api-auth=tokenreview") || !contains(c.Args, "--api-namespace=voda-system"):
+	case !contains(c.Args, "--leader-elect=true") || !contains(c.Args, "--api-auth=tokenreview") || !contains(c.Args, "--api-namespace=voda-system") || !contains(c.Args, "--ui=true"):
 		t.Errorf("args %v", c.Args)
 	}
 	full := render(allOptions).Spec.Template.Spec.Containers[0]
 	for _, want := range []string{"--algorithm=Tiresias", "--rate-limit=10s", "--gpu-types=nvidia-tesla-v100,nvidia-gtx-1080ti",
 		"--namespace=ml", "--api-namespace=ml", "--api-addr=:8443", "--api-auth=static", "--api-token-file=/etc/voda/tokens/tokens.csv",
-		"--api-admin-groups=ml-admins", "--api-tls-cert-file=/etc/voda/tls/tls.crt", "--metrics-addr=:9090", "--api-max-body-bytes=262144", "--metrics-dir=/metrics", "--gang-timeout=2m", "--verbose",
+		"--api-admin-groups=ml-admins", "--api-tls-cert-file=/etc/voda/tls/tls.crt", "--metrics-addr=:9090", "--api-max-body-bytes=262144", "--ui=false", "--metrics-dir=/metrics", "--gang-timeout=2m", "--verbose",
 		"--gang-scheduler=volcano", "--gang-scheduler-name=volcano-gpu", "--gang-queue=research",
 		"--accelerator=amd-mi300x=amd.com/gpu", "--accelerator=cpu-pool=cpu"} {
 		if !contains(full.Args, want) {

@@ -22,6 +22,7 @@ type apiFlags struct {
 	adminGroups             string
 	namespace               string
 	maxBody                 int64
+	ui                      bool
 }
 
 func (a *apiFlags) add(f *pflag.FlagSet) {
@@ -32,6 +33,7 @@ func (a *apiFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&a.tokenFile, "api-token-file", "", `static tokens, one CSV line each: token,user,uid,"group1,group2"`)
 	f.StringVar(&a.adminGroups, "api-admin-groups", "system:masters,"+server.DefaultAdminGroup, "comma-separated groups whose members see every job and change schedulers")
 	f.StringVar(&a.namespace, "api-namespace", "", "namespace of the jobs submitted through the REST API (default --namespace, else the pod's, else default)")
+	f.BoolVar(&a.ui, "ui", true, "serve the web dashboard under /ui/ on the REST API's address, with the API's tokens (docs/dashboard.md)")
 	f.Int64Var(&a.maxBody, "api-max-body-bytes", server.DefaultMaxBodyBytes, "largest request body the REST API accepts")
 }
 
@@ -99,7 +101,7 @@ func (a *apiFlags) addTo(mgr ctrl.Manager, cfg *rest.Config, o kube.ManagerOptio
 		Namespace: ns, AdminGroups: groups,
 		DefaultAlgorithm: o.Policy, DefaultRateLimit: o.RateLimit, ConfigNamespace: o.ConfigNamespace,
 		Accelerators: o.Accelerators,
-		MaxBodyBytes: a.maxBody, Version: Version,
+		MaxBodyBytes: a.maxBody, Version: Version, UI: a.ui,
 		Registerer: ctrlmetrics.Registry, Gatherer: ctrlmetrics.Registry,
 		Log: o.Log.WithName("api"),
 	})

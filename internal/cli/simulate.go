@@ -25,7 +25,7 @@ type simulateFlags struct {
 	restartDelay, rateLimit, interval      time.Duration
 	load                                   float64
 	seed                                   uint64
-	output, perJob, plot                   string
+	output, perJob, plot, html             string
 }
 
 func newSimulateCmd() *cobra.Command {
@@ -59,7 +59,8 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
   voda simulate --policy ElasticFIFO,AFS-L --jobs 400 --load 1.5
   voda simulate --workload ../shared/traces/pollux-adaptdl/workloads \
       --profiles ../shared/traces/pollux-adaptdl/profiles --baseline pollux-artifact --policy Tiresias
-  voda simulate --output json --per-job jobs.csv --plot plots/`,
+  voda simulate --output json --per-job jobs.csv --plot plots/
+  voda simulate --policy HeSRPT --html hesrpt.html`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd, f) },
 	}
@@ -81,6 +82,7 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
 	fl.StringVar(&f.output, "output", "table", "output format: table, json or csv")
 	fl.StringVar(&f.perJob, "per-job", "", "also write one CSV row per job to this file")
 	fl.StringVar(&f.plot, "plot", "", "also write SVG plots (JCT CDF, GPUs allocated over time) into this directory")
+	fl.StringVar(&f.html, "html", "", fmt.Sprintf("also write one self-contained HTML page to this file: each run's summary, GPUs in use over time, and a timeline of every job's GPUs and events (the first jobs by submission, %d rows shared among the runs)", simulator.DefaultHTMLRows))
 	return cmd
 }
 
@@ -119,7 +121,15 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 		}
 	}
 	if f.plot != "" {
-		return writePlots(f.plot, s.workloads, results)
+		if err := writePlots(f.plot, s.workloads, results); err != nil {
+			return err
+		}
+	}
+	if f.html != "" {
+		page := simulator.HTMLPage{Config: s.cfgs[0], Results: results}
+		if err := writeFileAtomic(f.html, page.Write); err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
 	}
 	return nil
 }
@@ -133,6 +143,11 @@ func prepareSimulation(cmd *cobra.Command, f *simulateFlags) (*simulation, error
 	case "table", "json", "csv":
 	default:
 		return nil, fmt.Errorf("--output %q: want table, json or csv", f.output)
+	}
+	if f.html != "" {
+		if err := checkOutputFile(f.html); err != nil {
+			return nil, fmt.Errorf("--html: %w", err)
+		}
 	}
 	tiresias := algorithm.DefaultTiresias()
 	switch f.baseline {
@@ -167,7 +182,8 @@ func prepareSimulation(cmd *cobra.Command, f *simulateFlags) (*simulation, error
 	s := &simulation{catalog: simulator.ModelCatalog(cat)}
 	for _, p := range policies {
 		cfg := simulator.Config{Policy: p, Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, RestartDelay: f.restartDelay,
-			RateLimit: f.rateLimit, Interval: f.interval, Tiresias: tiresias, Information: f.information, GPUsPerWorker: f.perWorker}
+			RateLimit: f.rateLimit, Interval: f.interval, Tiresias: tiresias, Information: f.information, GPUsPerWorker: f.perWorker,
+			RecordEvents: f.html != ""}
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("invalid flags: %w", err)
 		}
@@ -257,6 +273,53 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// checkOutputFile reports, before any work, why a file could not be
+// written at path: its directory is missing or is not a directory, or the
+// path is a directory.
+func checkOutputFile(path string) error {
+	dir := filepath.Dir(path)
+	info, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("cannot write %s: %s is not a directory", path, dir)
+	}
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return fmt.Errorf("cannot write %s: it is a directory", path)
+	}
+	return nil
+}
+
+// writeFileAtomic writes a temporary file next to path and renames it into
+// place, so path is either the whole output or untouched.
+func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := write(f); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	// CreateTemp makes the file private; the output is an ordinary file.
+	if err := f.Chmod(0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // writePlots writes, per workload, the JCT CDF and the GPUs over time of

@@ -234,23 +234,28 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, u User) error
 		return kubeError(err, "events", tj.Name)
 	}
 	out := rest.EventList{Items: make([]rest.Event, 0, len(l.Items))}
-	for _, e := range l.Items {
-		first, last := e.FirstTimestamp.Time, e.LastTimestamp.Time
-		if last.IsZero() {
-			last = e.EventTime.Time
-		}
-		if first.IsZero() {
-			first = last
-		}
-		count := e.Count
-		if count == 0 {
-			count = 1
-		}
-		out.Items = append(out.Items, rest.Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: count, FirstTime: first, LastTime: last})
+	for i := range l.Items {
+		out.Items = append(out.Items, restEvent(&l.Items[i]))
 	}
 	slices.SortStableFunc(out.Items, func(a, b rest.Event) int { return a.LastTime.Compare(b.LastTime) })
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// restEvent is an Event as the API gives it.
+func restEvent(e *corev1.Event) rest.Event {
+	first, last := e.FirstTimestamp.Time, e.LastTimestamp.Time
+	if last.IsZero() {
+		last = e.EventTime.Time
+	}
+	if first.IsZero() {
+		first = last
+	}
+	count := e.Count
+	if count == 0 {
+		count = 1
+	}
+	return rest.Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: count, FirstTime: first, LastTime: last}
 }
 
 // kubeError turns an error of the Kubernetes API into the answer to the

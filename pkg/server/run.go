@@ -21,6 +21,17 @@ type Listener struct {
 	Ready func(net.Addr)
 }
 
+// shutdownKey is the context key of the channel closed when the serving
+// Listener shuts down.
+type shutdownKey struct{}
+
+// shuttingDown is closed when the Listener serving r shuts down; nil when
+// r was not served by a Listener.
+func shuttingDown(ctx context.Context) <-chan struct{} {
+	c, _ := ctx.Value(shutdownKey{}).(<-chan struct{})
+	return c
+}
+
 // NeedLeaderElection is false: every replica serves the API.
 func (l *Listener) NeedLeaderElection() bool { return false }
 
@@ -33,8 +44,12 @@ func (l *Listener) Start(ctx context.Context) error {
 	if l.Ready != nil {
 		l.Ready(ln.Addr())
 	}
+	// Long-lived responses (the dashboard's event streams) end when the
+	// server shuts down, rather than holding up the shutdown.
+	base := context.WithValue(context.Background(), shutdownKey{}, ctx.Done())
 	srv := &http.Server{
 		Handler:           l.Handler,
+		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		WriteTimeout:      time.Minute,

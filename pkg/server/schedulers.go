@@ -37,10 +37,18 @@ func (s *Server) listSchedulers(w http.ResponseWriter, r *http.Request, _ User) 
 	return nil
 }
 
-// schedulers describes every GPU type that has a node or a job, from the
-// nodes, the jobs, the other pods on the nodes and the settings ConfigMap,
-// the way the controller sees them.
-func (s *Server) schedulers(ctx context.Context) (map[string]rest.Scheduler, error) {
+// clusterRead is what the API and the dashboard read of the cluster at
+// one moment: the GPU nodes, the jobs, the GPUs other pods hold per node
+// and the runtime settings.
+type clusterRead struct {
+	nodes    []corev1.Node
+	jobs     []v1alpha1.TrainingJob
+	other    map[string]int
+	settings map[string]string
+}
+
+// readCluster lists what schedulers and the dashboard are built from.
+func (s *Server) readCluster(ctx context.Context) (*clusterRead, error) {
 	var nodes corev1.NodeList
 	if err := s.c.List(ctx, &nodes, client.HasLabels{v1alpha1.AcceleratorLabel}); err != nil {
 		return nil, kubeError(err, "nodes", "")
@@ -61,6 +69,23 @@ func (s *Server) schedulers(ctx context.Context) (map[string]rest.Scheduler, err
 	if err != nil {
 		return nil, kubeError(err, "pods", "")
 	}
+	return &clusterRead{nodes: nodes.Items, jobs: jobs.Items, other: other, settings: data}, nil
+}
+
+// schedulers describes every GPU type that has a node or a job, from the
+// nodes, the jobs, the other pods on the nodes and the settings ConfigMap,
+// the way the controller sees them.
+func (s *Server) schedulers(ctx context.Context) (map[string]rest.Scheduler, error) {
+	cr, err := s.readCluster(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.schedulersOf(cr), nil
+}
+
+// schedulersOf describes the GPU types of what was read.
+func (s *Server) schedulersOf(cr *clusterRead) map[string]rest.Scheduler {
+	nodes, data, other := cr.nodes, cr.settings, cr.other
 	out := map[string]rest.Scheduler{}
 	get := func(t string) rest.Scheduler {
 		sc, ok := out[t]
@@ -83,18 +108,18 @@ func (s *Server) schedulers(ctx context.Context) (map[string]rest.Scheduler, err
 		}
 		return sc
 	}
-	for i := range nodes.Items {
-		t := nodes.Items[i].Labels[v1alpha1.AcceleratorLabel]
+	for i := range nodes {
+		t := nodes[i].Labels[v1alpha1.AcceleratorLabel]
 		sc := get(t)
-		if gt, gpus := kube.NodeGPUs(&nodes.Items[i], s.o.Accelerators); gt != "" {
+		if gt, gpus := kube.NodeGPUs(&nodes[i], s.o.Accelerators); gt != "" {
 			sc.Nodes++
 			sc.GPUs += gpus
-			sc.OtherGPUs += min(other[nodes.Items[i].Name], gpus)
+			sc.OtherGPUs += min(other[nodes[i].Name], gpus)
 		}
 		out[t] = sc
 	}
-	for i := range jobs.Items {
-		tj := &jobs.Items[i]
+	for i := range cr.jobs {
+		tj := &cr.jobs[i]
 		sc := get(tj.Spec.GPUType)
 		p := phaseOf(tj)
 		sc.Jobs[string(p)]++
@@ -103,7 +128,7 @@ func (s *Server) schedulers(ctx context.Context) (map[string]rest.Scheduler, err
 		}
 		out[tj.Spec.GPUType] = sc
 	}
-	return out, nil
+	return out
 }
 
 // settingsData is the data of the settings ConfigMap; none if it does not
@@ -147,27 +172,41 @@ func (s *Server) putScheduler(w http.ResponseWriter, r *http.Request, u User) er
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errorf(http.StatusBadRequest, "the body holds more than one JSON value")
 	}
-	if up.Algorithm == "" && up.RateLimit == "" {
-		return errorf(http.StatusBadRequest, "nothing to change: set algorithm, rateLimit or both")
-	}
-	if _, err := kube.SchedulerSettings(up).Resolve(s.o.DefaultAlgorithm, s.o.DefaultRateLimit); err != nil {
-		return errorf(http.StatusBadRequest, "%v", err)
-	}
-	all, err := s.schedulers(r.Context())
+	sc, err := s.updateScheduler(r.Context(), u, t, up)
 	if err != nil {
 		return err
 	}
-	if _, ok := all[t]; !ok {
-		return errorf(http.StatusNotFound, "no node or job has GPU type %q; the cluster has %s", t, strings.Join(slices.Sorted(maps.Keys(all)), ", "))
-	}
-	if err := s.writeSettings(r.Context(), t, up); err != nil {
-		return err
-	}
-	if all, err = s.schedulers(r.Context()); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, all[t])
+	writeJSON(w, http.StatusOK, sc)
 	return nil
+}
+
+// updateScheduler checks and applies an admin's update of a GPU type's
+// settings, for the API and the dashboard, and returns the type's
+// scheduler as it then is.
+func (s *Server) updateScheduler(ctx context.Context, u User, t string, up rest.SchedulerUpdate) (rest.Scheduler, error) {
+	if !s.admin(u) {
+		return rest.Scheduler{}, errorf(http.StatusForbidden, "you (%s) may not change schedulers: that takes membership of %s", u.Name, strings.Join(s.o.AdminGroups, " or "))
+	}
+	if up.Algorithm == "" && up.RateLimit == "" {
+		return rest.Scheduler{}, errorf(http.StatusBadRequest, "nothing to change: set algorithm, rateLimit or both")
+	}
+	if _, err := kube.SchedulerSettings(up).Resolve(s.o.DefaultAlgorithm, s.o.DefaultRateLimit); err != nil {
+		return rest.Scheduler{}, errorf(http.StatusBadRequest, "%v", err)
+	}
+	all, err := s.schedulers(ctx)
+	if err != nil {
+		return rest.Scheduler{}, err
+	}
+	if _, ok := all[t]; !ok {
+		return rest.Scheduler{}, errorf(http.StatusNotFound, "no node or job has GPU type %q; the cluster has %s", t, strings.Join(slices.Sorted(maps.Keys(all)), ", "))
+	}
+	if err := s.writeSettings(ctx, t, up); err != nil {
+		return rest.Scheduler{}, err
+	}
+	if all, err = s.schedulers(ctx); err != nil {
+		return rest.Scheduler{}, err
+	}
+	return all[t], nil
 }
 
 // writeSettings merges an update into the GPU type's ConfigMap entry,

@@ -67,6 +67,8 @@ type Options struct {
 	Gatherer   prometheus.Gatherer
 	// Log receives one line per failed request; the zero value discards.
 	Log logr.Logger
+	// UI serves the web dashboard under /ui/ (see docs/dashboard.md).
+	UI bool
 }
 
 // Server is Voda's REST API over the Kubernetes API: jobs are TrainingJobs,
@@ -82,6 +84,8 @@ type Server struct {
 
 	keyMu sync.Mutex
 	key   []byte // the progress tokens' key, once read
+
+	watch watcher // the dashboard's change detection
 }
 
 // route is one operation of the API.
@@ -197,6 +201,12 @@ func (s *Server) mux() http.Handler {
 				return errorf(http.StatusMethodNotAllowed, "method %s is not allowed on %s: use %s", r.Method, r.URL.Path, strings.Join(allowed, " or "))
 			}})
 		})
+	}
+	if s.o.UI {
+		ui := s.uiHandler()
+		mux.Handle("/ui/", ui)
+		mux.Handle("GET /{$}", http.RedirectHandler("ui/", http.StatusSeeOther))
+		mux.Handle("GET /ui", http.RedirectHandler("ui/", http.StatusSeeOther))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, route{pattern: "other", public: true, h: func(http.ResponseWriter, *http.Request, User) error {

@@ -12,7 +12,8 @@ import (
 )
 
 func (r *run) result() Result {
-	res := Result{Policy: r.engine.Policy(), Workload: r.w.Name, GPUs: r.cfg.Nodes * r.cfg.GPUsPerNode, Timeline: r.tl, EstimateErrors: r.estErr}
+	res := Result{Policy: r.engine.Policy(), Workload: r.w.Name, GPUs: r.cfg.Nodes * r.cfg.GPUsPerNode, Timeline: r.tl, EstimateErrors: r.estErr,
+		Events: r.events}
 	first, last := math.Inf(1), 0.0
 	for _, j := range r.engine.Jobs() {
 		ji := r.info[j.ID]

@@ -35,6 +35,9 @@ type Config struct {
 	// time: InfoOracle (the true values; the default) or InfoEstimated
 	// (pkg/estimator's, from the step times jobs report as they run).
 	Information string
+	// RecordEvents keeps every job's history in Result.Events (for
+	// WriteHTML). Off, it costs nothing.
+	RecordEvents bool
 }
 
 // The kinds of information policies get.
@@ -116,7 +119,36 @@ type Result struct {
 	// reports (1, 3, 10) the relative errors of every job's estimated
 	// remaining time at one GPU once it had made that many reports.
 	EstimateErrors map[int][]float64
+	// Events, with Config.RecordEvents, is every submission, action and
+	// completion in the order it happened.
+	Events []Event
 }
+
+// Event is one change in one job's life.
+type Event struct {
+	T    float64 // seconds from the trace start
+	Job  string
+	Kind EventKind
+	// GPUs is what the job holds from T on.
+	GPUs int
+	// Reason is the engine's, for actions.
+	Reason string
+}
+
+// EventKind is what happened: a submission, a completion, or one of the
+// engine's actions (the same names as api.ActionKind).
+type EventKind string
+
+// Event kinds.
+const (
+	EventSubmit   EventKind = "Submit"
+	EventStart    EventKind = EventKind(api.ActionStart)
+	EventScaleIn  EventKind = EventKind(api.ActionScaleIn)
+	EventScaleOut EventKind = EventKind(api.ActionScaleOut)
+	EventHalt     EventKind = EventKind(api.ActionHalt)
+	EventMigrate  EventKind = EventKind(api.ActionMigrate)
+	EventFinish   EventKind = "Finish"
+)
 
 // EstimateCheckpoints are the numbers of reports after which the
 // estimator's accuracy is recorded.
@@ -170,6 +202,7 @@ type run struct {
 	finish   map[api.JobID]float64
 	tl       []Point
 	nextTick time.Time
+	events   []Event // with cfg.RecordEvents
 
 	// With estimated information: the estimator, each job's number of
 	// reports, and the errors at the checkpoints.
@@ -340,6 +373,7 @@ func (r *run) finishJobs(t time.Time) error {
 			r.est.Finish(string(id))
 		}
 		r.finish[id] = r.seconds(t)
+		r.event(t, id, EventFinish, 0, "")
 		delete(r.live, id)
 		r.done++
 	}
@@ -369,6 +403,7 @@ func (r *run) arrive(t time.Time) error {
 		if err := r.engine.Step(ev); err != nil {
 			return err
 		}
+		r.event(t, ev.ID, EventSubmit, 0, "")
 	}
 	return nil
 }
@@ -405,6 +440,9 @@ func (r *run) maybeSchedule(t time.Time) error {
 	for _, a := range plan.Actions {
 		if err := r.cluster.Apply(a, t); err != nil {
 			return fmt.Errorf("apply %s: %w", a, err)
+		}
+		if r.cfg.RecordEvents {
+			r.event(t, a.Job, EventKind(a.Kind), a.To*r.info[a.Job].spec.K(), a.Reason)
 		}
 	}
 	if len(plan.Actions) > 0 {
@@ -452,6 +490,13 @@ func readsRemaining(policy string) bool {
 		return true
 	}
 	return false
+}
+
+// event records one change in a job's life, if events are recorded.
+func (r *run) event(t time.Time, id api.JobID, kind EventKind, gpus int, reason string) {
+	if r.cfg.RecordEvents {
+		r.events = append(r.events, Event{T: r.seconds(t), Job: string(id), Kind: kind, GPUs: gpus, Reason: reason})
+	}
 }
 
 func (r *run) record(t time.Time) {

@@ -309,3 +309,30 @@ func (e *engine) jobGone(id api.JobID) {
 	}
 	e.c.runningAgain(id, e.gpuType, false)
 }
+
+// EventWorkers reads back, from an Event describe wrote, the workers the
+// job has after it: the dashboard draws a job's timeline from its Events.
+// ok is false for Events that do not change the job's size.
+func EventWorkers(reason, msg string) (workers int, ok bool) {
+	switch reason {
+	case "Started", "Resumed":
+		_, after, found := strings.Cut(msg, " with ")
+		if !found {
+			return 0, false
+		}
+		var n int
+		if _, err := fmt.Sscanf(after, "%d workers", &n); err != nil {
+			return 0, false
+		}
+		return n, true
+	case "Scaled":
+		var from, to int
+		if _, err := fmt.Sscanf(msg, "Scaled %d→%d workers", &from, &to); err != nil {
+			return 0, false
+		}
+		return to, true
+	case "Preempted", "Completed", "Failed", "GangTimeout":
+		return 0, true
+	}
+	return 0, false
+}

@@ -1,0 +1,540 @@
+package server
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vodascheduler/voda/pkg/apis/rest"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
+	"github.com/vodascheduler/voda/pkg/ui"
+)
+
+// The dashboard's session.
+const (
+	// sessionCookie holds the user's token: HttpOnly, SameSite=Strict,
+	// Secure under TLS; every request checks the token again.
+	sessionCookie = "voda_session"
+	// maxSession bounds a session whose token does not say when it
+	// expires (static tokens).
+	maxSession = 12 * time.Hour
+	// streamLife ends an event stream, which the browser then reopens
+	// (authenticating again).
+	streamLife = 5 * time.Minute
+	// heartbeat keeps idle streams open through proxies.
+	heartbeat = 15 * time.Second
+	// watchEvery is how often the dashboard looks for changes while any
+	// stream is open: the streams' debounce.
+	watchEvery = time.Second
+)
+
+// uiHandler serves the dashboard under /ui/.
+func (s *Server) uiHandler() http.Handler {
+	mux := http.NewServeMux()
+	static := http.StripPrefix("/ui/static/", http.FileServerFS(ui.Static()))
+	mux.Handle("GET /ui/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		static.ServeHTTP(w, r)
+	}))
+	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "cluster", http.StatusSeeOther) })
+	mux.HandleFunc("GET /ui/login", s.uiLoginPage)
+	mux.HandleFunc("POST /ui/login", s.uiLogin)
+	mux.HandleFunc("POST /ui/logout", s.uiAuthed(s.uiLogout))
+	mux.HandleFunc("GET /ui/cluster", s.uiAuthed(s.uiCluster))
+	mux.HandleFunc("GET /ui/queue", s.uiAuthed(s.uiQueue))
+	mux.HandleFunc("GET /ui/jobs/{name}", s.uiAuthed(s.uiJob))
+	mux.HandleFunc("POST /ui/schedulers/{gpuType}", s.uiAuthed(s.uiScheduler))
+	mux.HandleFunc("GET /ui/events", s.uiAuthed(s.uiEvents))
+	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
+		s.uiError(w, r, User{}, errorf(http.StatusNotFound, "no such page %s", r.URL.Path))
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Referrer-Policy", "same-origin")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
+		r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// uiRoot is the relative path from r's page to /ui/.
+func uiRoot(r *http.Request) string {
+	rest := strings.TrimPrefix(r.URL.Path, "/ui/")
+	if n := strings.Count(rest, "/"); n > 0 {
+		return strings.Repeat("../", n)
+	}
+	return "./"
+}
+
+// session is an authenticated dashboard request.
+type session struct {
+	u     User
+	token string
+	csrf  string
+}
+
+// uiAuthed authenticates a dashboard request by its session cookie or an
+// Authorization header (from a proxy), with the API's authenticator.
+// Without either, the answer is 401 with the login form.
+func (s *Server) uiAuthed(h func(http.ResponseWriter, *http.Request, session) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var err error
+		var sess session
+		if r.URL.Path != "/ui/events" {
+			ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		tok, ok := bearerToken(r.Header.Get("Authorization"))
+		if !ok {
+			if c, cerr := r.Cookie(sessionCookie); cerr == nil && c.Value != "" {
+				tok, ok = c.Value, true
+			}
+		}
+		if !ok {
+			s.uiLoginForm(w, r, http.StatusUnauthorized, "")
+			return
+		}
+		u, valid, aerr := s.auth.Authenticate(r.Context(), tok)
+		switch {
+		case aerr != nil:
+			err = errorf(http.StatusServiceUnavailable, "cannot check the token now: %v", aerr)
+		case !valid || u.Name == "":
+			clearSession(w, r)
+			s.uiLoginForm(w, r, http.StatusUnauthorized, "The session's token is no longer valid: log in again.")
+			return
+		default:
+			sess = session{u: u, token: tok}
+			if sess.csrf, err = s.csrfToken(r, tok); err == nil {
+				err = h(w, r, sess)
+			}
+		}
+		if err != nil {
+			s.uiError(w, r, sess.u, err)
+		}
+	}
+}
+
+// csrfToken is the token forms of a session carry: a MAC of the session's
+// token under the controller's shared key, so every replica checks it and
+// no page needs state.
+func (s *Server) csrfToken(r *http.Request, token string) (string, error) {
+	key, err := s.progressKey(r)
+	if err != nil {
+		return "", err
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("voda dashboard csrf\x00"))
+	m.Write([]byte(token))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)), nil
+}
+
+// checkCSRF refuses a form that does not carry the session's CSRF token.
+func checkCSRF(r *http.Request, sess session) error {
+	got := r.PostFormValue("csrf")
+	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(sess.csrf)) != 1 {
+		return errorf(http.StatusForbidden, "the form's CSRF token is missing or wrong: reload the page and try again")
+	}
+	return nil
+}
+
+// uiLoginForm answers with the login page.
+func (s *Server) uiLoginForm(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	next := strings.TrimPrefix(r.URL.Path, "/ui/")
+	if r.Method != http.MethodGet || next == "login" || next == "events" {
+		next = ""
+	}
+	if next != "" && r.URL.RawQuery != "" {
+		next += "?" + r.URL.RawQuery
+	}
+	if code == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="voda"`)
+	}
+	s.uiRender(w, r, code, ui.Page{Page: "login", Title: "Log in", Data: ui.LoginData{Next: next, Error: msg}})
+}
+
+func (s *Server) uiLoginPage(w http.ResponseWriter, r *http.Request) {
+	s.uiLoginForm(w, r, http.StatusOK, "")
+}
+
+// uiLogin checks the token posted and opens a session with it.
+func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	tok := strings.TrimSpace(r.PostFormValue("token"))
+	next := safeNext(r.PostFormValue("next"))
+	if tok == "" {
+		s.uiLoginForm(w, r, http.StatusUnauthorized, "Enter a token.")
+		return
+	}
+	u, ok, err := s.auth.Authenticate(ctx, tok)
+	if err != nil {
+		s.uiLoginForm(w, r, http.StatusServiceUnavailable, fmt.Sprintf("Cannot check the token now: %v", err))
+		return
+	}
+	if !ok || u.Name == "" {
+		s.uiLoginForm(w, r, http.StatusUnauthorized, "That token is not valid.")
+		return
+	}
+	expires := s.o.Now().Add(maxSession)
+	if exp, ok := tokenExpiry(tok); ok && exp.Before(expires) {
+		expires = exp
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: tok, Path: cookiePath(r), Expires: expires,
+		MaxAge: max(int(time.Until(expires)/time.Second), 1), HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: secure(r),
+	})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// safeNext keeps a page to return to after login only if it is one of the
+// dashboard's own relative paths.
+func safeNext(next string) string {
+	u, err := url.Parse(next)
+	if next == "" || err != nil || u.IsAbs() || u.Host != "" || strings.HasPrefix(next, "/") || strings.Contains(u.Path, "..") || strings.Contains(next, "\\") {
+		return "cluster"
+	}
+	return next
+}
+
+// cookiePath is the dashboard's root as the browser sees it, so that the
+// cookie also works behind a proxy that adds a path prefix: the login form
+// is posted to ROOT/login.
+func cookiePath(r *http.Request) string {
+	if p := r.Header.Get("X-Forwarded-Prefix"); p != "" {
+		return strings.TrimSuffix(p, "/") + "/ui/"
+	}
+	return "/ui/"
+}
+
+func secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func clearSession(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: cookiePath(r), MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r)})
+}
+
+// tokenExpiry reads the exp claim of a JSON Web Token (a service account
+// token), which the authenticator has already accepted.
+func tokenExpiry(tok string) (time.Time, bool) {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return time.Time{}, false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return time.Time{}, false
+	}
+	var claims struct {
+		Exp *float64 `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Exp == nil {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(*claims.Exp), 0), true
+}
+
+func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request, sess session) error {
+	if err := checkCSRF(r, sess); err != nil {
+		return err
+	}
+	clearSession(w, r)
+	http.Redirect(w, r, uiRoot(r)+"login", http.StatusSeeOther)
+	return nil
+}
+
+// uiRender writes a page, or only its main part for the page's script.
+func (s *Server) uiRender(w http.ResponseWriter, r *http.Request, code int, p ui.Page) {
+	p.Root, p.Version = uiRoot(r), s.o.Version
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	var b strings.Builder
+	if err := ui.Render(&b, p, r.Header.Get("X-Voda-Partial") != ""); err != nil {
+		s.o.Log.Error(err, "render", "page", p.Page)
+		http.Error(w, "the page could not be drawn: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// uiError answers an error with a page that says it.
+func (s *Server) uiError(w http.ResponseWriter, r *http.Request, u User, err error) {
+	if err != nil && unreachable(err) {
+		err = errorf(http.StatusServiceUnavailable, "the Kubernetes API server cannot be reached now; try again shortly (%v)", err)
+	}
+	code := StatusOf(err)
+	if code >= http.StatusInternalServerError {
+		s.o.Log.Error(err, "dashboard request failed", "method", r.Method, "path", r.URL.Path)
+	}
+	s.uiRender(w, r, code, ui.Page{Page: "message", Title: http.StatusText(code), Viewer: viewer(s, u),
+		Data: ui.MessageData{Status: code, Message: err.Error(), Back: "queue"}})
+}
+
+func viewer(s *Server, u User) ui.Viewer { return ui.Viewer{Name: u.Name, Admin: s.admin(u)} }
+
+// uiState reads what the views are built from.
+func (s *Server) uiState(ctx context.Context, u User) (ui.State, error) {
+	cr, err := s.readCluster(ctx)
+	if err != nil {
+		return ui.State{}, err
+	}
+	st := ui.State{Now: s.o.Now(), Jobs: cr.jobs, Schedulers: s.schedulersOf(cr), Viewer: viewer(s, u)}
+	for i := range cr.nodes {
+		n := &cr.nodes[i]
+		if t, gpus := kube.NodeGPUs(n, s.o.Accelerators); t != "" {
+			st.Nodes = append(st.Nodes, ui.Node{Name: n.Name, GPUType: string(t), GPUs: gpus, Other: min(cr.other[n.Name], gpus)})
+		}
+	}
+	return st, nil
+}
+
+func (s *Server) page(sess session, name, title, stream string, data any) ui.Page {
+	return ui.Page{Page: name, Title: title, Viewer: viewer(s, sess.u), CSRF: sess.csrf, Stream: stream, Data: data}
+}
+
+func (s *Server) uiCluster(w http.ResponseWriter, r *http.Request, sess session) error {
+	st, err := s.uiState(r.Context(), sess.u)
+	if err != nil {
+		return err
+	}
+	s.uiRender(w, r, http.StatusOK, s.page(sess, "cluster", "Cluster", "events", ui.Cluster(st)))
+	return nil
+}
+
+func (s *Server) uiQueue(w http.ResponseWriter, r *http.Request, sess session) error {
+	q := r.URL.Query()
+	for k := range q {
+		if !slices.Contains([]string{"namespace", "user", "gpuType", "phase"}, k) {
+			return errorf(http.StatusBadRequest, "unknown filter %q: the filters are namespace, user, gpuType and phase", k)
+		}
+	}
+	st, err := s.uiState(r.Context(), sess.u)
+	if err != nil {
+		return err
+	}
+	f := ui.QueueFilter{Namespace: q.Get("namespace"), User: q.Get("user"), GPUType: q.Get("gpuType"), Phase: q.Get("phase")}
+	s.uiRender(w, r, http.StatusOK, s.page(sess, "queue", "Queue", "events", ui.Queue(st, f)))
+	return nil
+}
+
+func (s *Server) uiJob(w http.ResponseWriter, r *http.Request, sess session) error {
+	tj, err := s.job(r, sess.u)
+	if err != nil {
+		return err
+	}
+	st, err := s.uiState(r.Context(), sess.u)
+	if err != nil {
+		return err
+	}
+	var l corev1.EventList
+	sel := fields.Set{"involvedObject.kind": "TrainingJob", "involvedObject.name": tj.Name, "involvedObject.uid": string(tj.UID)}
+	if err := s.c.List(r.Context(), &l, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{Selector: sel.AsSelector()}); err != nil {
+		return kubeError(err, "events", tj.Name)
+	}
+	events := make([]ui.JobEvent, 0, len(l.Items))
+	for _, e := range l.Items {
+		ev := restEvent(&e)
+		n, sized := kube.EventWorkers(e.Reason, e.Message)
+		events = append(events, ui.JobEvent{Event: ev, Workers: n, Sized: sized})
+	}
+	slices.SortStableFunc(events, func(a, b ui.JobEvent) int { return a.LastTime.Compare(b.LastTime) })
+	spec, err := yaml.Marshal(tj.Spec)
+	if err != nil {
+		return err
+	}
+	s.uiRender(w, r, http.StatusOK, s.page(sess, "job", tj.Name, "../events?job="+url.QueryEscape(tj.Name), ui.Job(st, tj, events, string(spec))))
+	return nil
+}
+
+// uiScheduler is an admin's change of a GPU type's settings, from the
+// cluster page's form.
+func (s *Server) uiScheduler(w http.ResponseWriter, r *http.Request, sess session) error {
+	if err := checkCSRF(r, sess); err != nil {
+		return err
+	}
+	t := r.PathValue("gpuType")
+	if msgs := validation.IsConfigMapKey(t); len(msgs) > 0 || len(validation.IsValidLabelValue(t)) > 0 {
+		return errorf(http.StatusBadRequest, "%q is not a GPU type", t)
+	}
+	up := rest.SchedulerUpdate{Algorithm: strings.TrimSpace(r.PostFormValue("algorithm")), RateLimit: strings.TrimSpace(r.PostFormValue("rateLimit"))}
+	if _, err := s.updateScheduler(r.Context(), sess.u, t, up); err != nil {
+		return err
+	}
+	http.Redirect(w, r, uiRoot(r)+"cluster", http.StatusSeeOther)
+	return nil
+}
+
+// uiEvents is the page's Server-Sent Events stream: an event "change"
+// whenever what the dashboard shows may have changed (at most one a
+// second), a comment every 15 s, and an end after five minutes, when the
+// browser reconnects and authenticates again.
+func (s *Server) uiEvents(w http.ResponseWriter, r *http.Request, sess session) error {
+	if job := r.URL.Query().Get("job"); job != "" {
+		r.SetPathValue("name", job)
+		if _, err := s.job(r, sess.u); err != nil {
+			return err
+		}
+	}
+	rc := http.NewResponseController(w)
+	// The server's write timeout would cut the stream.
+	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	ch, stop := s.watch.subscribe(s)
+	defer stop()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprint(w, "retry: 2000\n: stream open\n\n"); err != nil {
+		return nil
+	}
+	_ = rc.Flush()
+	beat := time.NewTicker(heartbeat)
+	defer beat.Stop()
+	end := time.NewTimer(streamLife)
+	defer end.Stop()
+	n := 0
+	for {
+		var msg string
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-shuttingDown(r.Context()):
+			return nil
+		case <-end.C:
+			return nil
+		case <-beat.C:
+			msg = ": heartbeat\n\n"
+		case <-ch:
+			n++
+			msg = fmt.Sprintf("event: change\nid: %d\ndata: %d\n\n", n, n)
+		}
+		if _, err := fmt.Fprint(w, msg); err != nil {
+			return nil
+		}
+		if err := rc.Flush(); err != nil {
+			return nil
+		}
+	}
+}
+
+// watcher looks for changes once a second while any stream is open and
+// tells every stream; one read of the cluster serves all of them.
+type watcher struct {
+	mu   sync.Mutex
+	subs map[chan struct{}]struct{}
+	stop context.CancelFunc
+}
+
+// subscribe adds a stream; stop removes it.
+func (wt *watcher) subscribe(s *Server) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	if wt.subs == nil {
+		wt.subs = map[chan struct{}]struct{}{}
+	}
+	wt.subs[ch] = struct{}{}
+	if wt.stop == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		wt.stop = cancel
+		go wt.run(ctx, s)
+	}
+	return ch, func() {
+		wt.mu.Lock()
+		defer wt.mu.Unlock()
+		delete(wt.subs, ch)
+		if len(wt.subs) == 0 && wt.stop != nil {
+			wt.stop()
+			wt.stop = nil
+		}
+	}
+}
+
+func (wt *watcher) run(ctx context.Context, s *Server) {
+	t := time.NewTicker(watchEvery)
+	defer t.Stop()
+	var last uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		cr, err := s.readCluster(rctx)
+		cancel()
+		if err != nil {
+			continue // the streams stay; the next read may work
+		}
+		fp := fingerprint(cr)
+		if fp == last {
+			continue
+		}
+		first := last == 0
+		last = fp
+		if first {
+			continue // the pages were drawn from this state
+		}
+		wt.mu.Lock()
+		for ch := range wt.subs {
+			select {
+			case ch <- struct{}{}:
+			default: // one pending change is enough
+			}
+		}
+		wt.mu.Unlock()
+	}
+}
+
+// fingerprint changes when anything the dashboard shows changes: a job
+// (its resource version), a node's GPUs or readiness, other pods' GPUs or
+// the settings. Node heartbeats do not count.
+func fingerprint(cr *clusterRead) uint64 {
+	h := fnv.New64a()
+	for i := range cr.jobs {
+		fmt.Fprintf(h, "j%s/%s\x00", cr.jobs[i].Name, cr.jobs[i].ResourceVersion)
+	}
+	for i := range cr.nodes {
+		n := &cr.nodes[i]
+		ready := false
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		fmt.Fprintf(h, "n%s %v %v %s %v\x00", n.Name, ready, n.Spec.Unschedulable, n.Labels[v1alpha1.AcceleratorLabel], n.Status.Allocatable)
+	}
+	for _, k := range slices.Sorted(maps.Keys(cr.other)) {
+		fmt.Fprintf(h, "o%s %d\x00", k, cr.other[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(cr.settings)) {
+		fmt.Fprintf(h, "s%s %s\x00", k, cr.settings[k])
+	}
+	return h.Sum64() | 1
+}

@@ -90,6 +90,9 @@ func TestIntegrationAPI(t *testing.T) {
 	t.Run("Examples", func(t *testing.T) { testExamples(t, e) })
 	t.Run("Schedulers", func(t *testing.T) { testSchedulers(t, e) })
 	t.Run("TokenReview", func(t *testing.T) { testTokenReview(t, e) })
+	t.Run("Dashboard", func(t *testing.T) { testDashboard(t, e) })
+	t.Run("DashboardTLS", func(t *testing.T) { testDashboardTLS(t, e) })
+	t.Run("DashboardBrowser", func(t *testing.T) { testDashboardBrowser(t, e) })
 	t.Run("Outage", func(t *testing.T) { testOutage(t, e) })
 	// Last: every status code answered above must be documented.
 	t.Run("StatusCodesDocumented", func(t *testing.T) {
@@ -159,7 +162,7 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	}
 	opts := server.Options{
 		Namespace: apiNS, DefaultAlgorithm: "elasticfifo", DefaultRateLimit: 300 * time.Millisecond,
-		Registerer: e.registry, Gatherer: e.registry, Version: "test",
+		Registerer: e.registry, Gatherer: e.registry, Version: "test", UI: true,
 	}
 	s, err := server.New(sa, static, opts)
 	if err != nil {

@@ -205,8 +205,8 @@ func (s *Server) mux() http.Handler {
 	if s.o.UI {
 		ui := s.uiHandler()
 		mux.Handle("/ui/", ui)
-		mux.Handle("GET /{$}", http.RedirectHandler("ui/", http.StatusSeeOther))
-		mux.Handle("GET /ui", http.RedirectHandler("ui/", http.StatusSeeOther))
+		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) { seeOther(w, "ui/") })
+		mux.HandleFunc("GET /ui", func(w http.ResponseWriter, _ *http.Request) { seeOther(w, "ui/") })
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, route{pattern: "other", public: true, h: func(http.ResponseWriter, *http.Request, User) error {

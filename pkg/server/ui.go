@@ -56,7 +56,7 @@ func (s *Server) uiHandler() http.Handler {
 		w.Header().Set("Cache-Control", "no-cache")
 		static.ServeHTTP(w, r)
 	}))
-	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "cluster", http.StatusSeeOther) })
+	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) { seeOther(w, "cluster") })
 	mux.HandleFunc("GET /ui/login", s.uiLoginPage)
 	mux.HandleFunc("POST /ui/login", s.uiLogin)
 	mux.HandleFunc("POST /ui/logout", s.uiAuthed(s.uiLogout))
@@ -76,6 +76,13 @@ func (s *Server) uiHandler() http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// seeOther redirects to a relative URL as it is (http.Redirect would make
+// it absolute, which breaks behind a proxy that adds a path prefix).
+func seeOther(w http.ResponseWriter, rel string) {
+	w.Header().Set("Location", rel)
+	w.WriteHeader(http.StatusSeeOther)
 }
 
 // uiRoot is the relative path from r's page to /ui/.
@@ -206,7 +213,7 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		MaxAge: max(int(time.Until(expires)/time.Second), 1), HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: secure(r),
 	})
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	seeOther(w, next)
 }
 
 // safeNext keeps a page to return to after login only if it is one of the
@@ -262,7 +269,7 @@ func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request, sess session) 
 		return err
 	}
 	clearSession(w, r)
-	http.Redirect(w, r, uiRoot(r)+"login", http.StatusSeeOther)
+	seeOther(w, uiRoot(r)+"login")
 	return nil
 }
 
@@ -384,7 +391,7 @@ func (s *Server) uiScheduler(w http.ResponseWriter, r *http.Request, sess sessio
 	if _, err := s.updateScheduler(r.Context(), sess.u, t, up); err != nil {
 		return err
 	}
-	http.Redirect(w, r, uiRoot(r)+"cluster", http.StatusSeeOther)
+	seeOther(w, uiRoot(r)+"cluster")
 	return nil
 }
 

@@ -1,0 +1,361 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
+)
+
+// dashJob is a job of the dashboard tests: on the API's GPU type, with a
+// Tiresias priority (1 starts it in queue 1).
+func dashJob(name string, minW, maxW, priority int) string {
+	return fmt.Sprintf(`apiVersion: vodascheduler.io/v1alpha1
+kind: TrainingJob
+metadata:
+  name: %s
+spec:
+  gpuType: %s
+  minWorkers: %d
+  maxWorkers: %d
+  requestedWorkers: %d
+  priority: %d
+  template:
+    mpiJob:
+      launcher:
+        spec:
+          containers:
+          - name: launcher
+            image: busybox
+      worker:
+        spec:
+          containers:
+          - name: worker
+            image: busybox
+`, name, testGPUType, minW, maxW, minW, priority)
+}
+
+// browserSession is an HTTP client with a cookie jar that does not follow
+// redirects, so the tests see them.
+func browserSession(t *testing.T) *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// page fetches a dashboard page and returns its status and body.
+func page(t *testing.T, c *http.Client, method, u string, form url.Values, header ...string) (int, string, http.Header) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, u, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data), resp.Header
+}
+
+// login opens a dashboard session as user and returns its CSRF token.
+func login(t *testing.T, c *http.Client, base, user string) string {
+	t.Helper()
+	code, _, h := page(t, c, "POST", base+"/ui/login", url.Values{"token": {tokens[user]}, "next": {"queue"}})
+	if code != http.StatusSeeOther || h.Get("Location") != "queue" {
+		t.Fatalf("login as %s: %d, Location %q", user, code, h.Get("Location"))
+	}
+	code, body, _ := page(t, c, "GET", base+"/ui/cluster", nil)
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+	if code != 200 || m == nil {
+		t.Fatalf("cluster page after login: %d, no CSRF token in\n%s", code, body)
+	}
+	return m[1]
+}
+
+// testDashboard checks the dashboard's pages, sessions and actions
+// without a browser: 401 and the login form for every view and action
+// without a session, sessions, CSRF, what non-admins may see and do, and
+// the event stream.
+func testDashboard(t *testing.T, e *apiEnv) {
+	ctx := context.Background()
+	if err := e.k8s.DeleteAllOf(ctx, &v1alpha1.TrainingJob{}, ctrlclient.InNamespace(apiNS)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "no jobs left", func() (bool, error) { return len(e.jobs(t)) == 0, nil })
+	if code, msg := e.call(t, "PUT", "/api/v1/schedulers/"+testGPUType, "root", "application/json", `{"algorithm":"ElasticFIFO","rateLimit":"300ms"}`); code != 200 {
+		t.Fatalf("reset the scheduler: %d %s", code, msg)
+	}
+	anon := browserSession(t)
+	views := []struct{ method, path string }{
+		{"GET", "/ui/cluster"}, {"GET", "/ui/queue"}, {"GET", "/ui/jobs/anything"}, {"GET", "/ui/events"},
+		{"POST", "/ui/schedulers/" + testGPUType}, {"POST", "/ui/logout"},
+	}
+	for _, v := range views {
+		for _, hdr := range [][]string{nil, {"Authorization", "Bearer guess"}, {"Cookie", "voda_session=guess"}} {
+			code, body, h := page(t, anon, v.method, e.url+v.path, url.Values{"algorithm": {"FIFO"}}, hdr...)
+			if code != http.StatusUnauthorized || !strings.Contains(body, `id="login"`) || h.Get("WWW-Authenticate") == "" {
+				t.Errorf("%s %s with %v: %d, want 401 with the login form", v.method, v.path, hdr, code)
+			}
+		}
+	}
+	// The root and /ui lead to the dashboard; the login page itself is 200.
+	for path, want := range map[string]string{"/": "ui/", "/ui": "ui/", "/ui/": "cluster"} {
+		if code, _, h := page(t, anon, "GET", e.url+path, nil); code != http.StatusSeeOther || h.Get("Location") != want {
+			t.Errorf("GET %s: %d to %q, want 303 to %q", path, code, h.Get("Location"), want)
+		}
+	}
+	if code, body, _ := page(t, anon, "GET", e.url+"/ui/login", nil); code != 200 || !strings.Contains(body, `id="login"`) {
+		t.Errorf("login page: %d", code)
+	}
+	if code, body, _ := page(t, anon, "POST", e.url+"/ui/login", url.Values{"token": {"guess"}}); code != 401 || !strings.Contains(body, "not valid") {
+		t.Errorf("login with a bad token: %d\n%s", code, body)
+	}
+	// A login never sends the browser off the dashboard.
+	for _, next := range []string{"https://evil.example/", "//evil.example/x", "/api/v1/jobs", "../../x", `\\evil`} {
+		c := browserSession(t)
+		if code, _, h := page(t, c, "POST", e.url+"/ui/login", url.Values{"token": {tokens["bob"]}, "next": {next}}); code != 303 || h.Get("Location") != "cluster" {
+			t.Errorf("login with next=%q: %d to %q, want cluster", next, code, h.Get("Location"))
+		}
+	}
+
+	// The session cookie.
+	alice := browserSession(t)
+	code, _, h := page(t, alice, "POST", e.url+"/ui/login", url.Values{"token": {tokens["alice"]}})
+	ck := (&http.Response{Header: h}).Cookies()
+	if code != 303 || len(ck) != 1 || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode || ck[0].Secure ||
+		ck[0].MaxAge <= 0 || ck[0].MaxAge > 12*3600 || ck[0].Path != "/ui/" {
+		t.Fatalf("login: %d, cookies %+v", code, ck)
+	}
+	aliceCSRF := login(t, alice, e.url, "alice")
+	rootC := browserSession(t)
+	rootCSRF := login(t, rootC, e.url, "root")
+	if aliceCSRF == rootCSRF {
+		t.Error("two sessions share a CSRF token")
+	}
+
+	// Bob's job fills the type; two of alice's jobs and one of bob's wait.
+	for _, j := range []struct{ user, yaml string }{
+		{"bob", dashJob("dash-hog", 8, 8, 0)},
+		{"alice", dashJob("dash-w1", 4, 4, 0)},
+		{"bob", dashJob("dash-w2", 2, 2, 0)},
+		{"alice", dashJob("dash-w3", 2, 2, 0)},
+	} {
+		if code, msg := e.call(t, "POST", "/api/v1/jobs", j.user, "application/yaml", j.yaml); code != 201 {
+			t.Fatalf("create: %d %s", code, msg)
+		}
+		if strings.Contains(j.yaml, "dash-hog") {
+			eventually(t, time.Minute, "dash-hog runs", func() (bool, error) {
+				tj := &v1alpha1.TrainingJob{}
+				err := e.k8s.Get(ctx, types.NamespacedName{Namespace: apiNS, Name: "dash-hog"}, tj)
+				return err == nil && tj.Status.Phase == v1alpha1.PhaseRunning, err
+			})
+		}
+	}
+	eventually(t, time.Minute, "alice sees her jobs wait in order, with reasons", func() (bool, error) {
+		_, body, _ := page(t, alice, "GET", e.url+"/ui/queue", nil)
+		w1 := regexp.MustCompile(`data-job="dash-w1" data-namespace="` + apiNS + `" data-phase="Waiting" data-position="1" data-ahead="0" data-reason-code="no-room"`).MatchString(body)
+		w3 := regexp.MustCompile(`data-job="dash-w3"[^>]*data-position="3" data-ahead="2" data-reason-code="no-room"`).MatchString(body)
+		return w1 && w3 && strings.Contains(body, "4 GPUs needed, 0 free; first in line") && !strings.Contains(body, "dash-w2") &&
+			!strings.Contains(body, "dash-hog") && strings.Contains(body, "1 waiting job of other users"), fmt.Errorf("%s", body)
+	})
+	// Filters.
+	if _, body, _ := page(t, alice, "GET", e.url+"/ui/queue?phase=Running", nil); strings.Contains(body, "dash-w1") || !strings.Contains(body, "data-empty") {
+		t.Errorf("phase filter Running still lists dash-w1")
+	}
+	if code, body, _ := page(t, alice, "GET", e.url+"/ui/queue?color=red", nil); code != 400 || !strings.Contains(body, `unknown filter &#34;color&#34;`) {
+		t.Errorf("unknown filter: %d", code)
+	}
+	if _, body, _ := page(t, rootC, "GET", e.url+"/ui/queue?user=bob", nil); !strings.Contains(body, `data-job="dash-w2"`) || strings.Contains(body, `data-job="dash-w1"`) {
+		t.Errorf("admin's user filter:\n%s", body)
+	}
+	// The cluster grid: bob's job holds every GPU; alice sees whose it is
+	// not, root does.
+	_, body, _ := page(t, alice, "GET", e.url+"/ui/cluster", nil)
+	if n := strings.Count(body, `data-kind="hidden"`); n != 8 || strings.Contains(body, "dash-hog") || strings.Contains(body, "data-settings-form") {
+		t.Errorf("alice's grid: %d hidden GPUs, want 8, and no job names or settings form", n)
+	}
+	_, body, _ = page(t, rootC, "GET", e.url+"/ui/cluster", nil)
+	if n := strings.Count(body, `data-job="dash-hog"`); n != 8 || !strings.Contains(body, `data-settings-form="`+testGPUType+`"`) {
+		t.Errorf("root's grid: %d GPUs of dash-hog, want 8, and the settings form", n)
+	}
+	// Job pages: one's own, not another's.
+	if code, body, _ := page(t, alice, "GET", e.url+"/ui/jobs/dash-w1", nil); code != 200 || !strings.Contains(body, `data-position="1"`) || !strings.Contains(body, "<svg") {
+		t.Errorf("alice's job page: %d", code)
+	}
+	for _, p := range []string{"/ui/jobs/dash-hog", "/ui/events?job=dash-hog"} {
+		if code, body, _ := page(t, alice, "GET", e.url+p, nil); code != 403 || !strings.Contains(body, "belongs to another user") {
+			t.Errorf("alice GET %s: %d", p, code)
+		}
+	}
+	if code, _, _ := page(t, alice, "GET", e.url+"/ui/jobs/nosuch", nil); code != 404 {
+		t.Errorf("missing job page: %d", code)
+	}
+	// A proxy's bearer header works without a session.
+	if code, body, _ := page(t, anon, "GET", e.url+"/ui/queue", nil, "Authorization", "Bearer "+tokens["alice"]); code != 200 || !strings.Contains(body, "dash-w1") {
+		t.Errorf("bearer header: %d", code)
+	}
+
+	// Changing a scheduler: admins only, with the session's CSRF token.
+	settings := func() string {
+		cm := &corev1.ConfigMap{}
+		if err := e.k8s.Get(ctx, types.NamespacedName{Namespace: apiNS, Name: kube.ConfigMapName}, cm); err != nil {
+			return ""
+		}
+		return cm.Data[testGPUType]
+	}
+	before := settings()
+	for _, c := range []struct {
+		who  *http.Client
+		csrf string
+		want int
+	}{{alice, aliceCSRF, 403}, {rootC, "", 403}, {rootC, aliceCSRF, 403}} {
+		if code, _, _ := page(t, c.who, "POST", e.url+"/ui/schedulers/"+testGPUType, url.Values{"algorithm": {"SRJF"}, "csrf": {c.csrf}}); code != c.want {
+			t.Errorf("scheduler change: %d, want %d", code, c.want)
+		}
+	}
+	if code, body, _ := page(t, rootC, "POST", e.url+"/ui/schedulers/"+testGPUType, url.Values{"algorithm": {"NoSuchPolicy"}, "csrf": {rootCSRF}}); code != 400 || !strings.Contains(body, "NoSuchPolicy") {
+		t.Errorf("unknown policy: %d", code)
+	}
+	if code, _, _ := page(t, rootC, "POST", e.url+"/ui/schedulers/no-such-type", url.Values{"algorithm": {"SRJF"}, "csrf": {rootCSRF}}); code != 404 {
+		t.Errorf("unknown GPU type: %d", code)
+	}
+	if got := settings(); got != before {
+		t.Fatalf("refused changes changed the settings: %q → %q", before, got)
+	}
+	if code, _, h := page(t, rootC, "POST", e.url+"/ui/schedulers/"+testGPUType, url.Values{"algorithm": {"srjf"}, "rateLimit": {"400ms"}, "csrf": {rootCSRF}}); code != 303 || h.Get("Location") != "../cluster" {
+		t.Errorf("admin's change: %d to %q", code, h.Get("Location"))
+	}
+	if got := settings(); !strings.Contains(got, "srjf") || !strings.Contains(got, "400ms") {
+		t.Errorf("settings after the change: %q", got)
+	}
+	if _, body, _ := page(t, rootC, "GET", e.url+"/ui/cluster", nil); !regexp.MustCompile(`data-gpu-type="` + testGPUType + `"[\s\S]*?<span data-algorithm>SRJF</span>`).MatchString(body) {
+		t.Errorf("the cluster page does not show SRJF")
+	}
+
+	// The event stream: it opens, and says when a job changes.
+	req, _ := http.NewRequest("GET", e.url+"/ui/events", nil)
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	req = req.WithContext(sctx)
+	resp, err := alice.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("events: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	if l := <-lines; l != "retry: 2000" {
+		t.Errorf("first line %q", l)
+	}
+	time.Sleep(2 * time.Second) // the watcher's first look
+	if code, msg := e.call(t, "DELETE", "/api/v1/jobs/dash-hog", "bob", "", ""); code != 200 {
+		t.Fatalf("delete dash-hog: %d %s", code, msg)
+	}
+	got := false
+	for !got {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			got = l == "event: change"
+		case <-time.After(20 * time.Second):
+			t.Fatal("no change event within 20 s of a deletion")
+		}
+	}
+	cancel()
+
+	// Logging out needs the CSRF token, and ends the session.
+	if code, _, _ := page(t, alice, "POST", e.url+"/ui/logout", url.Values{}); code != 403 {
+		t.Errorf("logout without CSRF: %d", code)
+	}
+	if code, _, _ := page(t, alice, "POST", e.url+"/ui/logout", url.Values{"csrf": {aliceCSRF}}); code != 303 {
+		t.Errorf("logout: %d", code)
+	}
+	if code, _, _ := page(t, alice, "GET", e.url+"/ui/queue", nil); code != 401 {
+		t.Errorf("after logout: %d", code)
+	}
+	if err := e.k8s.DeleteAllOf(ctx, &v1alpha1.TrainingJob{}, ctrlclient.InNamespace(apiNS)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "no jobs left", func() (bool, error) { return len(e.jobs(t)) == 0, nil })
+}
+
+// testDashboardTLS checks a session over HTTPS with a service account's
+// token: the cookie is Secure and ends no later than the token.
+func testDashboardTLS(t *testing.T, e *apiEnv) {
+	ctx := context.Background()
+	tr, err := e.env.Client.CoreV1().ServiceAccounts(apiNS).CreateToken(ctx, "ci-bot", &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(900))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tlsClient(t, e)
+	code, _, h := page(t, c, "POST", e.tlsURL+"/ui/login", url.Values{"token": {tr.Status.Token}})
+	ck := (&http.Response{Header: h}).Cookies()
+	if code != 303 || len(ck) != 1 || !ck[0].Secure || !ck[0].HttpOnly {
+		t.Fatalf("login over TLS: %d %+v", code, ck)
+	}
+	if left := time.Until(tr.Status.ExpirationTimestamp.Time); ck[0].MaxAge > int(left/time.Second)+2 || ck[0].MaxAge < 600 {
+		t.Errorf("session of %d s for a token valid %s more", ck[0].MaxAge, left)
+	}
+	if code, body, _ := page(t, c, "GET", e.tlsURL+"/ui/cluster", nil); code != 200 || !strings.Contains(body, `data-user="system:serviceaccount:`+apiNS+`:ci-bot"`) {
+		t.Errorf("cluster over TLS: %d", code)
+	}
+}
+
+// tlsClient is a session client that trusts the TLS server's certificate.
+func tlsClient(t *testing.T, e *apiEnv) *http.Client {
+	pem, err := os.ReadFile(e.caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	c := browserSession(t)
+	c.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	return c
+}

@@ -82,7 +82,7 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
 	fl.StringVar(&f.output, "output", "table", "output format: table, json or csv")
 	fl.StringVar(&f.perJob, "per-job", "", "also write one CSV row per job to this file")
 	fl.StringVar(&f.plot, "plot", "", "also write SVG plots (JCT CDF, GPUs allocated over time) into this directory")
-	fl.StringVar(&f.html, "html", "", fmt.Sprintf("also write one self-contained HTML page to this file: each run's summary, GPUs in use over time, and a timeline of every job's GPUs and events (the first jobs by submission, %d rows shared among the runs)", simulator.DefaultHTMLRows))
+	fl.StringVar(&f.html, "html", "", fmt.Sprintf("also write a self-contained HTML page to this file: each run's summary, GPUs in use over time, and a timeline of its jobs' GPUs and events (at most %d job rows in all, shared among the runs, first submitted first)", htmlRows))
 	return cmd
 }
 
@@ -126,8 +126,8 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 		}
 	}
 	if f.html != "" {
-		page := simulator.HTMLPage{Config: s.cfgs[0], Results: results}
-		if err := writeFileAtomic(f.html, page.Write); err != nil {
+		page := htmlPage{Config: s.cfgs[0], Results: results}
+		if err := writeFileAtomic(f.html, page.write); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}

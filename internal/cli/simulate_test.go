@@ -95,6 +95,46 @@ func TestSimulateWritesPerJobAndPlots(t *testing.T) {
 	}
 }
 
+func TestSimulateWritesHTML(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "run.html")
+	args := []string{"simulate", "--policy", "ElasticTiresias", "--jobs", "12", "--output", "json"}
+	code, withHTML, stderr := run(append(args, "--html", page)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, plain, _ := run(args...)
+	var a, b struct{ Results []map[string]any }
+	if err := json.Unmarshal([]byte(withHTML), &a); err != nil || len(a.Results) != 1 {
+		t.Fatalf("output with --html: %v\n%s", err, withHTML)
+	}
+	json.Unmarshal([]byte(plain), &b)
+	delete(a.Results[0], "sim_wall_s")
+	delete(b.Results[0], "sim_wall_s")
+	if diff := cmp.Diff(b, a); diff != "" {
+		t.Errorf("--html changed the results (-without,+with):\n%s", diff)
+	}
+	raw, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSelfContained(t, raw)
+	doc := parsePage(t, raw)
+	checkSummary(t, summaryShown(doc), a.Results[0])
+	jobs := only(t, doc, "job figures", classed("figure", "jobs"))
+	if rows := jobs.all(classed("g", "row")); len(rows) != 12 {
+		t.Errorf("%d job rows, want 12", len(rows))
+	}
+	for _, kind := range []string{"submit", "start", "end"} {
+		if n := len(jobs.all(named("g", "data-kind", kind))); n != 12 {
+			t.Errorf("%d %q marks, want one per job", n, kind)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("files left in the directory: %v", entries)
+	}
+}
+
 func TestSimulateBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.csv")
@@ -116,6 +156,8 @@ func TestSimulateBadInput(t *testing.T) {
 		"not a duration":       {[]string{"--restart-delay", "soon"}, "restart-delay"},
 		"negative restart":     {[]string{"--restart-delay", "-5s"}, "restart delay -5s"},
 		"unexpected arguments": {[]string{"extra"}, "unknown command"},
+		"html in no directory": {[]string{"--html", filepath.Join(dir, "nope", "x.html")}, "--html: cannot write " + filepath.Join(dir, "nope", "x.html")},
+		"html a directory":     {[]string{"--html", dir}, "--html: cannot write " + dir + ": it is a directory"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -36,7 +36,7 @@ type Config struct {
 	// (pkg/estimator's, from the step times jobs report as they run).
 	Information string
 	// RecordEvents keeps every job's history in Result.Events (for
-	// WriteHTML). Off, it costs nothing.
+	// `voda simulate --html`). Off, it costs nothing.
 	RecordEvents bool
 }
 

@@ -233,8 +233,8 @@ type Series struct {
 	Capacity int
 }
 
-// AreaSVG draws s as one tall row filled against its capacity, with the
-// capacity as a line: GPUs in use over time.
+// AreaSVG draws s as one tall row whose full height is the capacity: GPUs
+// in use over time.
 func (s Series) AreaSVG(start, end time.Time, unit string) template.HTML {
 	t := Timeline{Start: start, End: end, Max: s.Capacity, RowHeight: 120, Unit: unit,
 		Rows: []Row{{Label: fmt.Sprintf("%d %s", s.Capacity, unit), Steps: s.Steps}}}

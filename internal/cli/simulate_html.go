@@ -1,4 +1,4 @@
-package simulator
+package cli
 
 import (
 	"cmp"
@@ -10,38 +10,44 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vodascheduler/voda/pkg/simulator"
 	"github.com/vodascheduler/voda/pkg/ui"
 )
 
-// DefaultHTMLRows is how many job rows a page shows in all unless told:
-// enough for a policy run of a few hundred jobs, and a page of a few
-// megabytes at most.
-const DefaultHTMLRows = 500
+// htmlRows is how many job rows a page of `voda simulate --html` shows in
+// all: every job of a policy run of a few hundred jobs, and a page of about
+// 2 MB at most for the built-in workload's nine runs.
+const htmlRows = 500
 
-// HTMLPage is one self-contained HTML page (inline CSS and SVG, no
-// scripts, no external resources) showing runs: each run's summary, GPUs
-// in use over time against the cluster's GPUs, and one timeline row per job.
-type HTMLPage struct {
+// htmlPage is `voda simulate --html`: one self-contained HTML page (inline
+// CSS and SVG, no scripts, no external resources) showing runs: each
+// run's summary, GPUs in use over time against the cluster's GPUs, and one
+// timeline row per job. It lives here rather than in pkg/simulator because
+// pkg/ui, which draws the timelines, imports Kubernetes types.
+type htmlPage struct {
 	// Config is the cluster and rescheduling the runs shared; its Policy
 	// is not used.
-	Config Config
+	Config simulator.Config
 	// Results are the runs, each recorded with Config.RecordEvents.
-	Results []Result
+	Results []simulator.Result
 	// MaxRows caps the job rows of the whole page; the runs share them
-	// evenly, each showing its first jobs by submission. 0 means
-	// DefaultHTMLRows.
+	// evenly, each showing its first jobs by submission. 0 means htmlRows.
 	MaxRows int
 }
 
-// Write writes the page. The output depends only on p, except that it
-// leaves out the wall-clock time of the runs, so it is deterministic.
-func (p HTMLPage) Write(w io.Writer) error {
+// htmlEpoch is the page's time zero, the trace start; any fixed instant
+// would do, as the page shows times since it.
+var htmlEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// write writes the page. It leaves out the wall-clock time of the runs,
+// so the same runs always give the same bytes.
+func (p htmlPage) write(w io.Writer) error {
 	limit := p.MaxRows
 	if limit <= 0 {
-		limit = DefaultHTMLRows
+		limit = htmlRows
 	}
 	limit = max(limit/max(len(p.Results), 1), 1)
-	data := htmlData{Cluster: clusterText(p.Config), Information: cmp.Or(p.Config.Information, InfoOracle)}
+	data := htmlData{Cluster: htmlCluster(p.Config), Information: cmp.Or(p.Config.Information, simulator.InfoOracle)}
 	for i, r := range p.Results {
 		if r.Events == nil && len(r.Jobs) > 0 {
 			return fmt.Errorf("%s on %s has no recorded events (Config.RecordEvents)", r.Policy, r.Workload)
@@ -55,7 +61,7 @@ func (p HTMLPage) Write(w io.Writer) error {
 	if len(data.Runs) == 1 {
 		data.Title += ", " + data.Runs[0].Summary.Policy
 	}
-	return pageTemplate.Execute(w, data)
+	return htmlTemplate.Execute(w, data)
 }
 
 type htmlData struct {
@@ -65,7 +71,7 @@ type htmlData struct {
 
 type htmlRun struct {
 	ID           string
-	Summary      Summary
+	Summary      simulator.Summary
 	Metrics      []htmlMetric
 	Utilisation  template.HTML
 	Timeline     template.HTML
@@ -80,7 +86,7 @@ type htmlMetric struct {
 
 func (r htmlRun) Omitted() int { return r.Total - r.Shown }
 
-func clusterText(c Config) string {
+func htmlCluster(c simulator.Config) string {
 	s := fmt.Sprintf("%d nodes × %d GPUs (%d GPUs), restart delay %s, ", c.Nodes, c.GPUsPerNode, c.Nodes*c.GPUsPerNode, ui.Duration(c.RestartDelay))
 	if c.Interval > 0 {
 		return s + "rescheduling every " + ui.Duration(c.Interval)
@@ -88,29 +94,34 @@ func clusterText(c Config) string {
 	return s + "rescheduling on events, at most every " + ui.Duration(c.RateLimit)
 }
 
-func newHTMLRun(i int, r Result, limit int) htmlRun {
-	s := Summarise(r)
-	run := htmlRun{ID: "run-" + strconv.Itoa(i+1), Summary: s, Metrics: metrics(s), Total: len(r.Jobs), Shown: min(len(r.Jobs), limit)}
-	at := func(sec float64) time.Time { return epoch.Add(time.Duration(sec * float64(time.Second))) }
+func newHTMLRun(i int, r simulator.Result, limit int) htmlRun {
+	s := simulator.Summarise(r)
+	run := htmlRun{ID: "run-" + strconv.Itoa(i+1), Summary: s, Metrics: htmlMetrics(s), Total: len(r.Jobs), Shown: min(len(r.Jobs), limit)}
+	steps, end := htmlUtilisation(r)
+	run.Utilisation = ui.Series{Steps: steps, Capacity: r.GPUs}.AreaSVG(htmlEpoch, htmlAt(end), "GPUs")
+	rows := htmlJobRows(r, run.Shown)
+	run.Timeline = ui.Timeline{Start: htmlEpoch, End: htmlAt(end), Rows: rows, Unit: "GPUs"}.SVG()
+	return run
+}
+
+// htmlUtilisation is the GPUs in use over a run, and when the run ends.
+func htmlUtilisation(r simulator.Result) ([]ui.Step, float64) {
 	end := 0.0
 	for _, j := range r.Jobs {
 		end = max(end, j.Finish)
 	}
 	var steps []ui.Step
 	if len(r.Timeline) == 0 || r.Timeline[0].T > 0 {
-		steps = append(steps, ui.Step{At: epoch})
+		steps = append(steps, ui.Step{At: htmlEpoch})
 	}
 	for _, pt := range r.Timeline {
-		steps = addStep(steps, ui.Step{At: at(pt.T), Value: pt.GPUs})
+		steps = addHTMLStep(steps, ui.Step{At: htmlAt(pt.T), Value: pt.GPUs})
 		end = max(end, pt.T)
 	}
-	run.Utilisation = ui.Series{Steps: steps, Capacity: r.GPUs}.AreaSVG(epoch, at(end), "GPUs")
-	rows := jobRows(r, run.Shown, at)
-	run.Timeline = ui.Timeline{Start: epoch, End: at(end), Rows: rows, Unit: "GPUs"}.SVG()
-	return run
+	return steps, end
 }
 
-func metrics(s Summary) []htmlMetric {
+func htmlMetrics(s simulator.Summary) []htmlMetric {
 	num := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 	pct := func(x float64) string { return strconv.FormatFloat(100*x, 'f', 0, 64) + "%" }
 	two := func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
@@ -119,24 +130,31 @@ func metrics(s Summary) []htmlMetric {
 	}
 	return []htmlMetric{
 		m("jobs", "Jobs", float64(s.Jobs), strconv.Itoa(s.Jobs)),
-		m("avg_jct_s", "Average JCT", s.AvgJCT, dur(s.AvgJCT)),
-		m("p50_jct_s", "Median JCT", s.P50JCT, dur(s.P50JCT)),
-		m("p99_jct_s", "p99 JCT", s.P99JCT, dur(s.P99JCT)),
-		m("makespan_s", "Makespan", s.Makespan, dur(s.Makespan)),
-		m("avg_queue_s", "Average queueing", s.AvgQueue, dur(s.AvgQueue)),
+		m("avg_jct_s", "Average JCT", s.AvgJCT, humanSeconds(s.AvgJCT)),
+		m("p50_jct_s", "Median JCT", s.P50JCT, humanSeconds(s.P50JCT)),
+		m("p99_jct_s", "p99 JCT", s.P99JCT, humanSeconds(s.P99JCT)),
+		m("makespan_s", "Makespan", s.Makespan, humanSeconds(s.Makespan)),
+		m("avg_queue_s", "Average queueing", s.AvgQueue, humanSeconds(s.AvgQueue)),
 		m("gpu_util", "GPU utilisation", s.GPUUtil, pct(s.GPUUtil)),
 		m("eff_util", "Useful utilisation", s.EffUtil, pct(s.EffUtil)),
 		m("rescales_per_job", "Rescales per job", s.RescalesPerJob, two(s.RescalesPerJob)),
 		m("restarts_per_job", "Restarts per job", s.RestartsPerJob, two(s.RestartsPerJob)),
-		m("lower_bound_s", "Lower bound on average JCT", s.LowerBound, dur(s.LowerBound)),
+		m("lower_bound_s", "Lower bound on average JCT", s.LowerBound, humanSeconds(s.LowerBound)),
 		m("jct_over_bound", "Average JCT / bound", s.JCTOverBound, two(s.JCTOverBound)),
 	}
 }
 
-// jobRows is one timeline row for each of the first n jobs (r.Jobs is in
-// submission order): the GPUs the job holds over time and a mark for each
-// event.
-func jobRows(r Result, n int, at func(float64) time.Time) []ui.Row {
+// htmlAt is a moment of a run, in seconds from the trace start, on the
+// page's time axis.
+func htmlAt(sec float64) time.Time { return htmlEpoch.Add(time.Duration(sec * float64(time.Second))) }
+
+// humanSeconds formats seconds for people: 45s, 1h30m.
+func humanSeconds(sec float64) string { return ui.Duration(time.Duration(sec * float64(time.Second))) }
+
+// htmlJobRows is one timeline row for each of the first n jobs (r.Jobs is
+// in submission order): the GPUs the job holds over time and a mark for
+// each event.
+func htmlJobRows(r simulator.Result, n int) []ui.Row {
 	rows := make([]ui.Row, n)
 	index := make(map[string]int, n)
 	for i, j := range r.Jobs[:n] {
@@ -150,44 +168,44 @@ func jobRows(r Result, n int, at func(float64) time.Time) []ui.Row {
 		if !ok {
 			continue
 		}
-		row, j, t := &rows[i], r.Jobs[i], at(e.T)
+		row, j, t := &rows[i], r.Jobs[i], htmlAt(e.T)
 		var kind, title string
 		switch e.Kind {
-		case EventSubmit:
+		case simulator.EventSubmit:
 			kind, title = ui.MarkSubmit, fmt.Sprintf("submitted: %s, batch %d, asks for %d GPUs", j.Model, j.Batch, j.GPUs)
-		case EventStart:
+		case simulator.EventStart:
 			kind, title = ui.MarkStart, fmt.Sprintf("started on %d GPUs", e.GPUs)
 			if started[i] {
 				kind, title = ui.MarkRestart, fmt.Sprintf("resumed on %d GPUs", e.GPUs)
 			}
 			started[i] = true
-		case EventScaleIn, EventScaleOut:
+		case simulator.EventScaleIn, simulator.EventScaleOut:
 			kind, title = ui.MarkScale, fmt.Sprintf("scaled from %d to %d GPUs", held[i], e.GPUs)
-		case EventHalt:
+		case simulator.EventHalt:
 			kind, title = ui.MarkPreempt, "preempted"
-		case EventMigrate:
+		case simulator.EventMigrate:
 			kind, title = ui.MarkMigrate, fmt.Sprintf("migrated on %d GPUs", e.GPUs)
-		case EventFinish:
-			kind, title = ui.MarkEnd, "finished, JCT "+ui.Duration(time.Duration(j.JCT*float64(time.Second)))
+		case simulator.EventFinish:
+			kind, title = ui.MarkEnd, "finished, JCT "+humanSeconds(j.JCT)
 		default:
 			continue
 		}
-		if why := detail(e.Reason, r.Policy); why != "" {
+		if why := actionDetail(e.Reason, r.Policy); why != "" {
 			title += " (" + why + ")"
 		}
 		row.Marks = append(row.Marks, ui.Mark{At: t, Kind: kind, Title: title})
-		if e.Kind != EventSubmit {
-			row.Steps = addStep(row.Steps, ui.Step{At: t, Value: e.GPUs})
+		if e.Kind != simulator.EventSubmit {
+			row.Steps = addHTMLStep(row.Steps, ui.Step{At: t, Value: e.GPUs})
 			held[i] = e.GPUs
 		}
 	}
 	return rows
 }
 
-// detail is what an action's reason adds to its mark's title: the reason
-// without the policy's name, which the page shows once, and without the
-// GPUs held, which the title gives.
-func detail(reason, policy string) string {
+// actionDetail is what an action's reason adds to its mark's title: the
+// reason without the policy's name, which the page shows once, and without
+// the GPUs held, which the title gives.
+func actionDetail(reason, policy string) string {
 	reason = strings.TrimPrefix(reason, "preempted by ")
 	reason = strings.TrimPrefix(reason, policy+": ")
 	if rest, ok := strings.CutPrefix(reason, "running: "); ok {
@@ -196,9 +214,9 @@ func detail(reason, policy string) string {
 	return reason
 }
 
-// addStep appends s to a step curve; a step at the same moment as the
+// addHTMLStep appends s to a step curve; a step at the same moment as the
 // last replaces it, and one that changes nothing is dropped.
-func addStep(steps []ui.Step, s ui.Step) []ui.Step {
+func addHTMLStep(steps []ui.Step, s ui.Step) []ui.Step {
 	if k := len(steps); k > 0 {
 		if steps[k-1].At.Equal(s.At) {
 			steps[k-1] = s
@@ -214,7 +232,7 @@ func addStep(steps []ui.Step, s ui.Step) []ui.Step {
 	return append(steps, s)
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+var htmlTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8"/>
@@ -240,8 +258,8 @@ figcaption, .note, .legend { color: #555; font-size: .9em; }
 svg.timeline { display: block; }
 svg.timeline .band { fill: #f3f5f7; }
 svg.timeline .label { font: 10px sans-serif; fill: #333; }
-svg.timeline .area { fill: #9ecae1; stroke: #3182bd; stroke-width: .6; }
-figure.utilisation svg.timeline .area { fill: #a1d99b; stroke: #31a354; }
+svg.timeline .area { fill: #6baed6; }
+figure.utilisation svg.timeline .area { fill: #a1d99b; stroke: #31a354; stroke-width: .6; }
 svg.timeline .hit { fill: transparent; }
 svg.timeline .hit:hover { fill: rgba(0, 0, 0, .08); }
 svg.timeline .axis line { stroke: #888; }
@@ -254,7 +272,7 @@ svg.timeline .axis text { font: 10px sans-serif; fill: #555; text-anchor: middle
 .preempt path, .key.preempt { stroke: #d62728; stroke-width: 2; fill: none; color: #d62728; }
 .fail path, .key.fail { stroke: #000; stroke-width: 2; fill: none; color: #000; }
 .migrate rect, .key.migrate { fill: #9467bd; stroke: #9467bd; color: #9467bd; }
-.restart rect, .key.restart { fill: #17becf; stroke: #17becf; color: #17becf; }
+.restart rect, .key.restart { fill: #fff; stroke: #08519c; color: #08519c; }
 .key { font-weight: bold; }
 </style>
 </head>
@@ -273,7 +291,7 @@ svg.timeline .axis text { font: 10px sans-serif; fill: #555; text-anchor: middle
 {{range .Runs}}
 <section class="run" id="{{.ID}}" data-policy="{{.Summary.Policy}}" data-workload="{{.Summary.Workload}}">
 <h2>{{.Summary.Policy}} on {{.Summary.Workload}}</h2>
-<p class="setup">Workers hold {{.Summary.GPUsPerWorker}} GPU(s).</p>
+<p class="setup">GPUs per worker: {{.Summary.GPUsPerWorker}}.</p>
 <dl class="summary">
 {{- range .Metrics}}
 <div><dt>{{.Label}}</dt><dd data-key="{{.Key}}" data-value="{{.Value}}">{{.Text}}</dd></div>
@@ -290,7 +308,7 @@ svg.timeline .axis text { font: 10px sans-serif; fill: #555; text-anchor: middle
 <span class="key start">●</span> started,
 <span class="key scale">▲</span> scaled,
 <span class="key preempt">✕</span> preempted,
-<span class="key restart">■</span> resumed,
+<span class="key restart">□</span> resumed,
 <span class="key migrate">■</span> migrated,
 <span class="key end">●</span> finished.
 Hover over a mark or an allocation for details. Simulated jobs do not fail.</p>

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Refuses build outputs in git: any tracked file that is executable but not a
-# script (no #! line), and any tracked file over 1 MiB not allow-listed here.
+# script (no #! line), any tracked file over 1 MiB not allow-listed here, and
+# images (screenshots, plots) outside docs/images/ or over 256 KiB there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,17 @@ while IFS= read -r -d '' f; do
 		bad=1
 	fi
 	size=$(wc -c <"$f")
+	case "$f" in
+	*.png | *.jpg | *.jpeg | *.gif | *.webp)
+		if [[ "$f" != docs/images/* ]]; then
+			echo "verify: $f is an image outside docs/images/: screenshots and plots are test and build outputs (git rm --cached $f)"
+			bad=1
+		elif [ "$size" -gt $((256 * 1024)) ]; then
+			echo "verify: $f is $size bytes: documentation images stay under 256 KiB"
+			bad=1
+		fi
+		;;
+	esac
 	if [ "$size" -gt "$limit" ]; then
 		ok=0
 		for a in "${allowed[@]}"; do [ "$a" = "$f" ] && ok=1; done

@@ -138,7 +138,7 @@ func startController(ctx context.Context, env *testenv.Env, logPath string) (str
 	srv, err := server.New(c, server.TokenReview{Client: c}, server.Options{
 		Namespace: devNamespace, ConfigNamespace: devNamespace,
 		AdminGroups:      []string{"system:masters", server.DefaultAdminGroup, "system:serviceaccounts:" + devNamespace},
-		DefaultAlgorithm: o.Policy, DefaultRateLimit: rate, Version: "dev-cluster", Log: o.Log,
+		DefaultAlgorithm: o.Policy, DefaultRateLimit: rate, Version: "dev-cluster", Log: o.Log, UI: true,
 	})
 	if err != nil {
 		return "", err
@@ -157,7 +157,8 @@ func startController(ctx context.Context, env *testenv.Env, logPath string) (str
 		}
 	}()
 	fmt.Printf("dev-cluster: voda controller running (%s, rate limit %s, REST API on %s), log in %s\n\n", o.Policy, rate, addr, logPath)
-	return fmt.Sprintf("or with the voda CLI (go build -o bin/voda ./cmd/voda):\n\n  export VODA_SERVER=http://%s VODA_TOKEN=%s\n  bin/voda create -f examples/mnist-trainingjob.yaml\n  bin/voda get jobs\n  bin/voda describe job mnist\n\n", addr, token), nil
+	return fmt.Sprintf("or with the voda CLI (go build -o bin/voda ./cmd/voda):\n\n  export VODA_SERVER=http://%s VODA_TOKEN=%s\n  bin/voda create -f examples/mnist-trainingjob.yaml\n  bin/voda get jobs\n  bin/voda describe job mnist\n\n"+
+		"The dashboard is at http://%s/ui/ — log in with the same token (an admin's: it may change the policies):\n\n  %s\n\n", addr, token, addr, token), nil
 }
 
 // devNamespace holds the jobs of the API, the settings ConfigMap and the

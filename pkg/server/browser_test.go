@@ -118,16 +118,26 @@ func (b *browser) run(t *testing.T, what string, actions ...chromedp.Action) {
 	}
 }
 
-// waitFor waits until the JavaScript expression is true.
+// waitFor waits until the JavaScript expression is true. It evaluates
+// the expression afresh every 200 ms, so a page that navigates meanwhile
+// (a form posted, a redirect) is read again rather than failing.
 func (b *browser) waitFor(t *testing.T, what, expr string, within time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, within)
-	defer cancel()
-	if err := chromedp.Run(ctx, chromedp.Poll(expr, nil, chromedp.WithPollingInterval(200*time.Millisecond))); err != nil {
-		var html string
-		_ = chromedp.Run(b.ctx, chromedp.OuterHTML("main", &html, chromedp.ByQuery))
-		t.Fatalf("%s: not within %s (%v); the page's main part:\n%s", what, within, err, html)
+	deadline := time.Now().Add(within)
+	var err error
+	for time.Now().Before(deadline) {
+		var ok bool
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		err = chromedp.Run(ctx, chromedp.Evaluate(expr, &ok))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
+	var html string
+	_ = chromedp.Run(b.ctx, chromedp.OuterHTML("main", &html, chromedp.ByQuery))
+	t.Fatalf("%s: not within %s (last error: %v); the page's main part:\n%s", what, within, err, html)
 }
 
 func (b *browser) screenshot(t *testing.T, dir, name string) {
@@ -176,12 +186,13 @@ func testDashboardBrowser(t *testing.T, e *apiEnv) {
 	// The admin changes the policy; the page shows it.
 	sel := fmt.Sprintf(`form[data-settings-form=%q]`, testGPUType)
 	b.run(t, "change the policy",
+		chromedp.Evaluate(setMark, nil),
 		chromedp.SetValue(sel+` select[name="algorithm"]`, "ElasticTiresias", chromedp.ByQuery),
 		chromedp.SetValue(sel+` input[name="rateLimit"]`, "300ms", chromedp.ByQuery),
 		chromedp.Submit(sel, chromedp.ByQuery),
 	)
 	b.waitFor(t, "the cluster page shows Elastic-Tiresias", fmt.Sprintf(
-		`(document.querySelector('section[data-gpu-type=%q] [data-algorithm]')||{}).textContent === 'ElasticTiresias'`, testGPUType), 20*time.Second)
+		`window.__vodaMark === undefined && (document.querySelector('section[data-gpu-type=%q] [data-algorithm]')||{}).textContent === 'ElasticTiresias'`, testGPUType), 20*time.Second)
 	b.screenshot(t, dir, "cluster-settings")
 
 	// A job fills the type; alice's job waits: it appears in the open

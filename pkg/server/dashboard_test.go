@@ -156,7 +156,7 @@ func testDashboard(t *testing.T, e *apiEnv) {
 	code, _, h := page(t, alice, "POST", e.url+"/ui/login", url.Values{"token": {tokens["alice"]}})
 	ck := (&http.Response{Header: h}).Cookies()
 	if code != 303 || len(ck) != 1 || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode || ck[0].Secure ||
-		ck[0].MaxAge <= 0 || ck[0].MaxAge > 12*3600 || ck[0].Path != "/ui/" {
+		ck[0].MaxAge <= 0 || ck[0].MaxAge > 12*3600 || ck[0].Path != "" {
 		t.Fatalf("login: %d, cookies %+v", code, ck)
 	}
 	aliceCSRF := login(t, alice, e.url, "alice")

@@ -209,7 +209,7 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		expires = exp
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: tok, Path: cookiePath(r), Expires: expires,
+		Name: sessionCookie, Value: tok, Expires: expires,
 		MaxAge: max(int(time.Until(expires)/time.Second), 1), HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: secure(r),
 	})
@@ -226,22 +226,16 @@ func safeNext(next string) string {
 	return next
 }
 
-// cookiePath is the dashboard's root as the browser sees it, so that the
-// cookie also works behind a proxy that adds a path prefix: the login form
-// is posted to ROOT/login.
-func cookiePath(r *http.Request) string {
-	if p := r.Header.Get("X-Forwarded-Prefix"); p != "" {
-		return strings.TrimSuffix(p, "/") + "/ui/"
-	}
-	return "/ui/"
-}
-
 func secure(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
+// clearSession ends the session. The cookie has no Path attribute, so the
+// browser scopes it to the directory of the login form, the dashboard's
+// root however a proxy prefixes it; the clearing cookie must be sent from
+// the same directory (the logout form's), else it names another cookie.
 func clearSession(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: cookiePath(r), MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r)})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r)})
 }
 
 // tokenExpiry reads the exp claim of a JSON Web Token (a service account

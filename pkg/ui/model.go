@@ -74,6 +74,15 @@ type TypeView struct {
 	Nodes []NodeView
 	// Waiting counts the type's waiting jobs (all users').
 	Waiting int
+	// Holders are the jobs the viewer may see that hold GPUs here, by name.
+	Holders []Holder
+}
+
+// Holder is a job in the grid's key: its colour and the GPUs it holds.
+type Holder struct {
+	Job  string
+	Hue  int
+	GPUs int
 }
 
 // Cluster is the cluster view: per GPU type, who holds every GPU.
@@ -118,6 +127,17 @@ func Cluster(s State) []TypeView {
 					nv.Cells = append(nv.Cells, c)
 				}
 			}
+			for _, c := range nv.Cells {
+				if c.Kind != CellJob {
+					continue
+				}
+				i := slices.IndexFunc(tv.Holders, func(h Holder) bool { return h.Job == c.Job })
+				if i < 0 {
+					tv.Holders = append(tv.Holders, Holder{Job: c.Job, Hue: c.Hue})
+					i = len(tv.Holders) - 1
+				}
+				tv.Holders[i].GPUs++
+			}
 			for range min(n.Other, n.GPUs-len(nv.Cells)) {
 				nv.Cells = append(nv.Cells, Cell{Kind: CellOther, Title: "held by a pod that is not Voda's"})
 			}
@@ -127,6 +147,7 @@ func Cluster(s State) []TypeView {
 			}
 			tv.Nodes = append(tv.Nodes, nv)
 		}
+		slices.SortFunc(tv.Holders, func(a, b Holder) int { return cmp.Compare(a.Job, b.Job) })
 		out = append(out, tv)
 	}
 	return out
@@ -287,11 +308,12 @@ func waitReason(tj *v1alpha1.TrainingJob, sc rest.Scheduler, ahead int, tc algor
 		parts = append(parts, fmt.Sprintf("%d jobs ahead", ahead))
 	}
 	if q := int(tj.Status.Queue); q > 0 && (sc.Algorithm == algorithm.NameTiresias || sc.Algorithm == algorithm.NameElasticTiresias) {
-		at := ""
-		if q-1 < len(tc.Thresholds) {
-			at = fmt.Sprintf(" after %s GPU-s", thousands(int64(tc.Thresholds[q-1])))
+		had := tj.Status.GPUMillis / 1000
+		if q-1 < len(tc.Thresholds) && float64(had) >= tc.Thresholds[q-1] {
+			parts = append(parts, fmt.Sprintf("demoted to queue %d after %s GPU-s (it has had %s GPU-s)", q, thousands(int64(tc.Thresholds[q-1])), thousands(had)))
+		} else {
+			parts = append(parts, fmt.Sprintf("in queue %d by its priority", q))
 		}
-		parts = append(parts, fmt.Sprintf("demoted to queue %d%s (it has had %s GPU-s)", q, at, thousands(tj.Status.GPUMillis/1000)))
 	}
 	return code, strings.Join(parts, "; ")
 }

@@ -87,9 +87,12 @@ func TestClusterGrid(t *testing.T) {
 	if c := v.Nodes[1].Cells[0]; c.Worker != 2 || c.Title != "a worker 2 (alice)" {
 		t.Errorf("cell %+v", c)
 	}
+	if len(v.Holders) != 2 || v.Holders[0].Job != "a" || v.Holders[0].GPUs != 3 || v.Holders[1].Job != "b" || v.Holders[1].GPUs != 2 {
+		t.Errorf("admin's key: %+v", v.Holders)
+	}
 	alice := ui.Cluster(state(ui.Viewer{Name: "alice"}))[1]
-	if kinds(alice.Nodes[1]) != "a##." {
-		t.Errorf("alice's n2: %s, want bob's job hidden", kinds(alice.Nodes[1]))
+	if kinds(alice.Nodes[1]) != "a##." || len(alice.Holders) != 1 {
+		t.Errorf("alice's n2: %s, want bob's job hidden, and only her job in the key (%+v)", kinds(alice.Nodes[1]), alice.Holders)
 	}
 	if len(admin[0].Nodes) != 0 || admin[0].Waiting != 1 {
 		t.Errorf("k80: %+v", admin[0])
@@ -143,6 +146,16 @@ func TestQueuePositionsAndReasons(t *testing.T) {
 	q = ui.Queue(s, ui.QueueFilter{User: "bob"})
 	if len(q.Entries) != 2 || !strings.Contains(q.Entries[0].Reason, "demoted to queue 1 after 3 600 GPU-s (it has had 61 000 GPU-s)") {
 		t.Errorf("bob's Tiresias queue: %+v", q.Entries)
+	}
+	// A job in a lower queue by its priority was not demoted.
+	for i := range s.Jobs {
+		if s.Jobs[i].Name == "w2" {
+			s.Jobs[i].Status.GPUMillis = 0
+		}
+	}
+	q = ui.Queue(s, ui.QueueFilter{User: "bob"})
+	if r := q.Entries[0].Reason; !strings.HasSuffix(r, "; in queue 1 by its priority") {
+		t.Errorf("w2 by priority: %q", r)
 	}
 }
 
@@ -260,6 +273,17 @@ func TestPagesRender(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
+	if err := ui.Render(&b, pages[3], false); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	if err := ui.Render(&b, pages[1], false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "2 nodes, 8 GPUs: 0 held by jobs, 0 by other pods, 2 free; 2 jobs waiting.") {
+		t.Errorf("cluster page's summary:\n%s", b.String())
+	}
+	b.Reset()
 	if err := ui.Render(&b, pages[3], false); err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,10 @@ var update = flag.Bool("update", false, "rewrite the golden SVG files")
 
 var t0 = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 
-func at(sec int) *metav1.Time { t := metav1.NewTime(t0.Add(time.Duration(sec) * time.Second)); return &t }
+func at(sec int) *metav1.Time {
+	t := metav1.NewTime(t0.Add(time.Duration(sec) * time.Second))
+	return &t
+}
 
 // job makes a TrainingJob of user on type gpu.
 func job(name, user, gpu string, phase v1alpha1.Phase, minW, workers, k int32, placement ...string) v1alpha1.TrainingJob {

@@ -321,6 +321,18 @@ func testDashboard(t *testing.T, e *apiEnv) {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, "no jobs left", func() (bool, error) { return len(e.jobs(t)) == 0, nil })
+	// The requests are counted by page.
+	// (The event stream counts once the server has seen it closed.)
+	eventually(t, 30*time.Second, "the dashboard's requests counted by page", func() (bool, error) {
+		_, metrics := e.call(t, "GET", "/metrics", "", "", "")
+		for _, series := range []string{`voda_ui_requests_total{code="401",page="cluster"}`, `voda_ui_requests_total{code="403",page="schedulers"}`,
+			`voda_ui_requests_total{code="200",page="events"}`, `voda_ui_requests_total{code="303",page="login"}`} {
+			if seriesValue(metrics, series) < 1 {
+				return false, fmt.Errorf("%s not counted", series)
+			}
+		}
+		return true, nil
+	})
 }
 
 // testDashboardTLS checks a session over HTTPS with a service account's

@@ -81,6 +81,7 @@ type Server struct {
 	handler  http.Handler
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	pages    *prometheus.CounterVec
 
 	keyMu sync.Mutex
 	key   []byte // the progress tokens' key, once read
@@ -136,8 +137,12 @@ func New(c client.Client, auth Authenticator, o Options) (*Server, error) {
 		Help:    "Time to answer a request to the REST API, by route.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 8),
 	}, []string{"route"})
+	s.pages = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voda_ui_requests_total",
+		Help: "Requests to the web dashboard by page (cluster, queue, jobs, events, login, logout, schedulers, static, other) and status code.",
+	}, []string{"page", "code"})
 	if o.Registerer != nil {
-		for _, c := range []prometheus.Collector{s.requests, s.duration} {
+		for _, c := range []prometheus.Collector{s.requests, s.duration, s.pages} {
 			if err := o.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("server metrics: %w", err)
 			}
@@ -228,6 +233,10 @@ func (w *statusWriter) WriteHeader(code int) {
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection (the
+// dashboard's event stream flushes through it).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.code == 0 {

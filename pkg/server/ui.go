@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -74,8 +75,24 @@ func (s *Server) uiHandler() http.Handler {
 		w.Header().Set("Referrer-Policy", "same-origin")
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
 		r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
-		mux.ServeHTTP(w, r)
+		sw := &statusWriter{ResponseWriter: w}
+		mux.ServeHTTP(sw, r)
+		code := sw.code
+		if code == 0 {
+			code = http.StatusOK
+		}
+		s.pages.WithLabelValues(uiPage(r.URL.Path), strconv.Itoa(code)).Inc()
 	})
+}
+
+// uiPage names a dashboard path for the request metrics, from a fixed set.
+func uiPage(path string) string {
+	first, _, _ := strings.Cut(strings.TrimPrefix(path, "/ui/"), "/")
+	switch first {
+	case "cluster", "queue", "jobs", "events", "login", "logout", "schedulers", "static":
+		return first
+	}
+	return "other"
 }
 
 // seeOther redirects to a relative URL as it is (http.Redirect would make
@@ -123,7 +140,9 @@ func (s *Server) uiAuthed(h func(http.ResponseWriter, *http.Request, session) er
 			s.uiLoginForm(w, r, http.StatusUnauthorized, "")
 			return
 		}
-		u, valid, aerr := s.auth.Authenticate(r.Context(), tok)
+		actx, acancel := context.WithTimeout(r.Context(), requestTimeout)
+		u, valid, aerr := s.auth.Authenticate(actx, tok)
+		acancel()
 		switch {
 		case aerr != nil:
 			err = errorf(http.StatusServiceUnavailable, "cannot check the token now: %v", aerr)

@@ -43,6 +43,9 @@ type Cluster struct {
 	jobs         map[api.JobID]*state
 	finishes     finishHeap
 	allocated    int
+	// versions numbers every prediction, so that a stale one is known
+	// even for a job removed and added again.
+	versions int
 }
 
 // New returns an empty cluster with the given restart delay.
@@ -155,7 +158,8 @@ func (c *Cluster) Apply(a api.Action, now time.Time) error {
 
 // schedule predicts a job's completion and records it.
 func (c *Cluster) schedule(s *state, now time.Time) {
-	s.version++
+	c.versions++
+	s.version = c.versions
 	s.finishAt = time.Time{}
 	if s.workers == 0 {
 		return
@@ -171,7 +175,7 @@ func (c *Cluster) schedule(s *state, now time.Time) {
 func (c *Cluster) NextFinish() (time.Time, bool) {
 	for c.finishes.Len() > 0 {
 		f := c.finishes[0]
-		if s := c.jobs[f.id]; s.finished || s.version != f.version {
+		if s, ok := c.jobs[f.id]; !ok || s.finished || s.version != f.version {
 			heap.Pop(&c.finishes)
 			continue
 		}
@@ -247,4 +251,18 @@ func (h *finishHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// Remove takes a job out of the cluster at time now, releasing its GPUs,
+// and returns the steps it still had to do: the job moves to another
+// cluster (another GPU type) with that work.
+func (c *Cluster) Remove(id api.JobID, now time.Time) (float64, error) {
+	s, ok := c.jobs[id]
+	if !ok || s.finished {
+		return 0, fmt.Errorf("remove: job %s is not here", id)
+	}
+	left := max(s.Steps-s.doneAt(now), 0)
+	c.allocated -= s.workers * max(s.GPUsPerWorker, 1)
+	delete(c.jobs, id) // its predicted completion is then stale
+	return left, nil
 }

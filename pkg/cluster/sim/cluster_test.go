@@ -115,3 +115,34 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestRemoveReturnsWorkLeft(t *testing.T) {
+	c := New(10 * time.Second)
+	if err := c.Add(Job{ID: "a", Steps: 100, StepSeconds: func([]int) float64 { return 1 }}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(api.Action{Kind: api.ActionStart, Job: "a", To: 2, Nodes: []api.NodeName{"n", "n"}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	left, err := c.Remove("a", t0.Add(40*time.Second)) // 10 s restart, then 30 steps
+	if err != nil || left != 70 || c.Allocated() != 0 {
+		t.Fatalf("left %v, err %v, allocated %d", left, err, c.Allocated())
+	}
+	if _, ok := c.NextFinish(); ok {
+		t.Error("a removed job still finishes")
+	}
+	if _, err := c.Remove("a", t0); err == nil {
+		t.Error("removed twice")
+	}
+	// Back in with the work left.
+	if err := c.Add(Job{ID: "a", Steps: left, StepSeconds: func([]int) float64 { return 1 }}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(api.Action{Kind: api.ActionStart, Job: "a", To: 1, Nodes: []api.NodeName{"n"}}, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// 10 s of restart, then 70 steps: the old prediction is not taken.
+	if at, ok := c.NextFinish(); !ok || !at.Equal(t0.Add(140*time.Second)) {
+		t.Errorf("finishes at %v (%v), want t0+140s", at, ok)
+	}
+}

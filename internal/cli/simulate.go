@@ -30,6 +30,7 @@ type simulateFlags struct {
 
 func newSimulateCmd() *cobra.Command {
 	f := &simulateFlags{}
+	h := &heteroFlags{}
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Replay a workload through the scheduler on a simulated GPU cluster",
@@ -54,16 +55,34 @@ worker counts, each worker sits whole on one node, and a job's rigid size is
 its GPUs rounded up to whole workers. The table adds a GPUS/WORKER column
 whenever a worker holds more than one GPU.
 
+With --gpu-types the cluster has several GPU types (one engine per type, each
+with the policy) and jobs run at Gavel's measured throughputs per type
+(--gavel); --type-choice compares pinning each job to a random type, to its
+fastest type, and Voda's choice of type (pkg/typechoice), which moves jobs
+between types when that pays.
+
 Every number printed is deterministic for the same inputs except sim_wall_s.`,
 		Example: `  voda simulate
   voda simulate --policy ElasticFIFO,AFS-L --jobs 400 --load 1.5
   voda simulate --workload ../shared/traces/pollux-adaptdl/workloads \
       --profiles ../shared/traces/pollux-adaptdl/profiles --baseline pollux-artifact --policy Tiresias
   voda simulate --output json --per-job jobs.csv --plot plots/
-  voda simulate --policy HeSRPT --html hesrpt.html`,
+  voda simulate --policy HeSRPT --html hesrpt.html
+  voda simulate --gpu-types v100=2x4,p100=4x4,k80=6x4 --gavel ../shared/traces/gavel --jobs 300 --jobs-per-hour 1`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if h.gpuTypes != "" {
+				return runHetero(cmd, f, h)
+			}
+			for _, name := range []string{"gavel", "type-choice", "jobs-per-hour"} {
+				if cmd.Flags().Changed(name) {
+					return usageError{fmt.Errorf("--%s applies only with --gpu-types", name)}
+				}
+			}
+			return runSimulate(cmd, f)
+		},
 	}
+	h.add(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.workload, "workload", "", "workload CSV file, or a directory whose *.csv files are each run (default: a synthetic workload)")
 	fl.StringVar(&f.profiles, "profiles", "", "directory of measured model profiles (default: the built-in fitted catalog)")

@@ -135,6 +135,37 @@ func TestSimulateWritesHTML(t *testing.T) {
 	}
 }
 
+// gavelDir is Gavel's data beside the repository.
+var gavelDir = filepath.Join("..", "..", "..", "shared", "traces", "gavel")
+
+// TestSimulateHetero runs a small heterogeneous comparison through the CLI.
+func TestSimulateHetero(t *testing.T) {
+	if _, err := os.Stat(gavelDir); err != nil {
+		t.Skip("no Gavel data beside the repository")
+	}
+	code, out, stderr := run("simulate", "--gpu-types", "v100=1x4,k80=2x4", "--gavel", gavelDir, "--jobs", "40", "--jobs-per-hour", "2", "--policy", "FIFO")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"Workload gavel-40-jobs-2-per-hour-seed-1: 40 jobs on 8 k80 4 v100 GPUs", "POLICY  CHOICE", "FIFO    random", "FIFO    fastest", "FIFO    voda",
+		"FIFO: Voda's choice of type: average JCT"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = run("simulate", "--gpu-types", "v100=1x4,k80=2x4", "--gavel", gavelDir, "--workload", filepath.Join(gavelDir, "traces", "physical_cluster", "small_test.trace"),
+		"--policy", "SRJF", "--type-choice", "voda", "--output", "json")
+	var doc struct {
+		Runs []struct {
+			Workload, Policy, Choice string
+			Jobs                     int
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Runs) != 1 || doc.Runs[0].Choice != "voda" || doc.Runs[0].Workload != "small_test" || doc.Runs[0].Jobs != 20 {
+		t.Errorf("json: %d %s", code, out)
+	}
+}
+
 func TestSimulateBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.csv")
@@ -158,6 +189,13 @@ func TestSimulateBadInput(t *testing.T) {
 		"unexpected arguments": {[]string{"extra"}, "unknown command"},
 		"html in no directory": {[]string{"--html", filepath.Join(dir, "nope", "x.html")}, "--html: cannot write " + filepath.Join(dir, "nope", "x.html")},
 		"html a directory":     {[]string{"--html", dir}, "--html: cannot write " + dir + ": it is a directory"},
+		"gavel without types":  {[]string{"--gavel", gavelDir}, "--gavel applies only with --gpu-types"},
+		"types without gavel":  {[]string{"--gpu-types", "v100=1x4"}, "--gpu-types needs --gavel DIR"},
+		"bad type size":        {[]string{"--gpu-types", "v100=4", "--gavel", gavelDir}, `--gpu-types "v100=4": want TYPE=NODESxGPUS`},
+		"unknown GPU type":     {[]string{"--gpu-types", "h100=1x8", "--gavel", gavelDir}, "h100 has no throughputs in Gavel's table, which has k80, p100, v100"},
+		"hetero and nodes":     {[]string{"--gpu-types", "v100=1x4", "--gavel", gavelDir, "--nodes", "3"}, "--nodes does not apply with --gpu-types"},
+		"bad type choice":      {[]string{"--gpu-types", "v100=1x4", "--gavel", gavelDir, "--type-choice", "best"}, `type choice "best"`},
+		"missing gavel data":   {[]string{"--gpu-types", "v100=1x4", "--gavel", dir}, "simulation_throughputs.json"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -59,7 +59,19 @@ func describeJob(w io.Writer, tj *v1alpha1.TrainingJob, events []rest.Event, at 
 	line("Name", tj.Name)
 	line("Namespace", tj.Namespace)
 	line("Submitter", orDefault(s.Submitter, "-"))
-	line("GPU type", s.GPUType)
+	line("GPU type", schedulerColumn(tj))
+	if len(s.GPUTypes) > 1 {
+		var speeds []string
+		for _, t := range s.GPUTypes {
+			if q, ok := s.GPUTypeSpeeds[t]; ok {
+				speeds = append(speeds, t+"="+q.String())
+			}
+		}
+		line("Accepted types", strings.Join(s.GPUTypes, ", ")+" (in order of preference)")
+		if len(speeds) > 0 {
+			line("Speeds", strings.Join(speeds, ", "))
+		}
+	}
 	workers := fmt.Sprintf("min %d, max %d", s.MinWorkers, s.MaxWorkers)
 	if s.RequestedWorkers > 0 {
 		workers += fmt.Sprintf(", requested %d", s.RequestedWorkers)

@@ -317,13 +317,33 @@ func jobRow(tj *v1alpha1.TrainingJob, wide bool, at time.Time) string {
 	if phase == "" {
 		phase = v1alpha1.PhaseSubmitted
 	}
-	cols := []string{tj.Name, string(phase), workersColumn(tj), tj.Spec.GPUType,
+	cols := []string{tj.Name, string(phase), workersColumn(tj), schedulerColumn(tj),
 		w.Round(time.Second).String(), r.Round(time.Second).String(), (w + r).Round(time.Second).String()}
 	if wide {
 		cols = append(cols, fmt.Sprintf("%d-%d", tj.Spec.MinWorkers, tj.Spec.MaxWorkers), orDefault(tj.Spec.Template.Runtime(), "-"), fmt.Sprint(tj.Status.Queue),
 			orDefault(tj.Spec.Submitter, "-"), orDefault(compactPlacement(tj.Status.Placement), "-"))
 	}
 	return strings.Join(cols, "\t")
+}
+
+// schedulerColumn is a job's GPU type: "v100", and for a job of several
+// types the one it is on and the others, "v100 (or p100,k80)", or
+// "? (v100,p100)" before Voda chose.
+func schedulerColumn(tj *v1alpha1.TrainingJob) string {
+	if len(tj.Spec.GPUTypes) < 2 {
+		return strings.Join(tj.Spec.AcceptedGPUTypes(), ",")
+	}
+	cur := tj.CurrentGPUType()
+	if cur == "" {
+		return "? (" + strings.Join(tj.Spec.GPUTypes, ",") + ")"
+	}
+	var others []string
+	for _, t := range tj.Spec.GPUTypes {
+		if t != cur {
+			others = append(others, t)
+		}
+	}
+	return cur + " (or " + strings.Join(others, ",") + ")"
 }
 
 // workersColumn is a job's workers: "4", "2/4" while only 2 of 4 run, and

@@ -36,6 +36,7 @@ type Metrics struct {
 	jct              *prometheus.HistogramVec
 	restartLost      *prometheus.CounterVec
 	throughput       *prometheus.GaugeVec
+	typeMoves        *prometheus.CounterVec
 }
 
 // Label names.
@@ -95,10 +96,12 @@ func New(reg prometheus.Registerer, version string) (*Metrics, error) {
 		throughput: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "voda_scheduler_job_estimated_throughput",
 			Help: "Estimated epochs per hour of each running job that reports progress, at its current workers; the series goes when the job ends."},
 			[]string{labelGPUType, "namespace", "job"}),
+		typeMoves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "voda_scheduler_gpu_type_moves_total",
+			Help: "Jobs of several GPU types moved from one type to another while they waited."}, []string{"from", "to"}),
 	}
 	for _, c := range []prometheus.Collector{m.info, m.jobs, m.gpus, m.allocated, m.submitted, m.finished, m.deleted,
 		m.reschedules, m.failures, m.roundDuration, m.algorithmSeconds, m.placementSeconds, m.actions, m.migrated, m.queueing, m.jct,
-		m.restartLost, m.throughput} {
+		m.restartLost, m.throughput, m.typeMoves} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -159,6 +162,11 @@ func (m *Metrics) State(gpuType api.GPUType, jobs []scheduler.Job, gpus int) {
 	if gpus >= 0 {
 		m.gpus.WithLabelValues(t).Set(float64(gpus))
 	}
+}
+
+// TypeMoved counts a job moved from one GPU type to another.
+func (m *Metrics) TypeMoved(from, to api.GPUType) {
+	m.typeMoves.WithLabelValues(string(from), string(to)).Inc()
 }
 
 // Submitted counts a job accepted by a scheduler.

@@ -371,3 +371,42 @@ func tlsClient(t *testing.T, e *apiEnv) *http.Client {
 	c.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 	return c
 }
+
+// testGPUTypes submits a job of two GPU types through the REST API: it runs
+// on one of them, and the CLI and the dashboard show which and the other.
+func testGPUTypes(t *testing.T, e *apiEnv) {
+	ctx := context.Background()
+	body := strings.Replace(tj("twotypes"), "gpuType: api-gpu", "gpuTypes: [api-gpu, "+examplesType+"]\n  gpuTypeSpeeds: {"+examplesType+": \"2\"}", 1)
+	if code, msg := e.call(t, "POST", "/api/v1/jobs", "alice", "application/yaml", body); code != 201 {
+		t.Fatalf("create: %d %s", code, msg)
+	}
+	alice := e.client(t, "alice")
+	var on string
+	eventually(t, time.Minute, "twotypes runs on one of its types", func() (bool, error) {
+		j, err := alice.GetJob(ctx, "twotypes")
+		if err != nil {
+			return false, err
+		}
+		on = j.Status.GPUType
+		return j.Status.Phase == v1alpha1.PhaseRunning && (on == testGPUType || on == examplesType), fmt.Errorf("%s on %q", j.Status.Phase, on)
+	})
+	other := testGPUType
+	if on == testGPUType {
+		other = examplesType
+	}
+	if code, out := e.voda(t, "alice", "get", "jobs"); code != 0 || !strings.Contains(out, on+" (or "+other+")") {
+		t.Errorf("get jobs does not show %s (or %s):\n%s", on, other, out)
+	}
+	if code, out := e.voda(t, "alice", "describe", "job", "twotypes"); code != 0 || !regexpMatch(`Accepted types: +`+testGPUType+`, `+examplesType+` \(in order of preference\)`, out) ||
+		!regexpMatch(`Speeds: +`+examplesType+`=2`, out) {
+		t.Errorf("describe:\n%s", out)
+	}
+	c := browserSession(t)
+	login(t, c, e.url, "alice")
+	if _, page, _ := page(t, c, "GET", e.url+"/ui/queue", nil); !strings.Contains(page, `data-alternatives>or `+other) {
+		t.Errorf("the queue page does not show the alternative %s", other)
+	}
+	if code, msg := e.call(t, "DELETE", "/api/v1/jobs/twotypes", "alice", "", ""); code != 200 {
+		t.Fatalf("delete: %d %s", code, msg)
+	}
+}

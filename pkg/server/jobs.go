@@ -54,10 +54,20 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, u User) error
 	if tj.Spec.Submitter == "" {
 		tj.Spec.Submitter = u.Name
 	}
-	if err := s.knownGPUType(r, tj.Spec.GPUType); err != nil {
-		return err
+	accepted := tj.Spec.AcceptedGPUTypes()
+	for i, t := range accepted {
+		field := "spec.gpuType"
+		if len(tj.Spec.GPUTypes) > 0 {
+			field = fmt.Sprintf("spec.gpuTypes[%d]", i)
+		}
+		if err := s.knownGPUType(r, field, t); err != nil {
+			return err
+		}
+		if a, b := s.o.Accelerators.Of(accepted[0]), s.o.Accelerators.Of(t); a != b {
+			return errorf(http.StatusBadRequest, "spec.gpuTypes: %s schedules %s but %s schedules %s; a job's types must schedule one resource, which its template asks for", accepted[0], a, t, b)
+		}
 	}
-	res := s.o.Accelerators.Of(tj.Spec.GPUType)
+	res := s.o.Accelerators.Of(accepted[0])
 	if _, err := tj.Spec.WorkerAccelerators(res); err != nil {
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
@@ -99,7 +109,7 @@ func (s *Server) create(r *http.Request, tj *v1alpha1.TrainingJob, generated boo
 
 // knownGPUType checks that some node has the GPU type, so that a typo does
 // not leave a job waiting forever.
-func (s *Server) knownGPUType(r *http.Request, gpuType string) error {
+func (s *Server) knownGPUType(r *http.Request, field, gpuType string) error {
 	var nodes corev1.NodeList
 	if err := s.c.List(r.Context(), &nodes, client.HasLabels{v1alpha1.AcceleratorLabel}); err != nil {
 		return kubeError(err, "nodes", "")
@@ -112,9 +122,9 @@ func (s *Server) knownGPUType(r *http.Request, gpuType string) error {
 		return nil
 	}
 	if len(known) == 0 {
-		return errorf(http.StatusBadRequest, "spec.gpuType %q: no node has a GPU type yet; label the GPU nodes with %s=%s", gpuType, v1alpha1.AcceleratorLabel, gpuType)
+		return errorf(http.StatusBadRequest, "%s %q: no node has a GPU type yet; label the GPU nodes with %s=%s", field, gpuType, v1alpha1.AcceleratorLabel, gpuType)
 	}
-	return errorf(http.StatusBadRequest, "spec.gpuType %q: no node has this GPU type; the cluster has %s", gpuType, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+	return errorf(http.StatusBadRequest, "%s %q: no node has this GPU type; the cluster has %s", field, gpuType, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 }
 
 // listJobs is GET /api/v1/jobs?status=&gpuType=&user=.
@@ -146,7 +156,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, u User) error 
 	out := rest.JobList{Items: []v1alpha1.TrainingJob{}}
 	for _, tj := range l.Items {
 		if (status == "" || string(phaseOf(&tj)) == status) &&
-			(gpuType == "" || tj.Spec.GPUType == gpuType) &&
+			(gpuType == "" || tj.CurrentGPUType() == gpuType || slices.Contains(tj.Spec.AcceptedGPUTypes(), gpuType)) &&
 			(user == "" || tj.Spec.Submitter == user) {
 			typed(&tj)
 			out.Items = append(out.Items, tj)

@@ -120,13 +120,17 @@ func (s *Server) schedulersOf(cr *clusterRead) map[string]rest.Scheduler {
 	}
 	for i := range cr.jobs {
 		tj := &cr.jobs[i]
-		sc := get(tj.Spec.GPUType)
+		t := tj.CurrentGPUType()
+		if acc := tj.Spec.AcceptedGPUTypes(); t == "" && len(acc) > 0 {
+			t = acc[0] // a type not chosen yet: its first
+		}
+		sc := get(t)
 		p := phaseOf(tj)
 		sc.Jobs[string(p)]++
 		if p == v1alpha1.PhaseRunning || p == v1alpha1.PhaseStarting {
 			sc.AllocatedGPUs += int(tj.Status.Workers) * max(int(tj.Status.GPUsPerWorker), 1)
 		}
-		out[tj.Spec.GPUType] = sc
+		out[t] = sc
 	}
 	return out
 }

@@ -23,7 +23,9 @@ const (
 	ChoiceRandom = "random"
 	// ChoiceFastest pins each job to the type where it runs fastest.
 	ChoiceFastest = "fastest"
-	// ChoiceVoda lets pkg/typechoice choose, and move, each job's type.
+	// ChoiceVoda lets pkg/typechoice choose each job's type, and move it
+	// while it waits (a job holding GPUs keeps its type), as the controller
+	// does.
 	ChoiceVoda = "voda"
 )
 
@@ -506,7 +508,14 @@ func (r *heteroRun) choose(now time.Time) error {
 		for _, t := range hj.ok {
 			speed[t] = hj.thr[t][1] / r.refThroughput(hj)
 		}
-		jobs = append(jobs, typechoice.Job{ID: string(id), Types: hj.ok, Speed: speed,
+		types := hj.ok
+		if hj.typ != "" {
+			// As the controller does: a job that holds GPUs keeps its type.
+			if n, _ := r.cluster[hj.typ].Workers(id); n > 0 {
+				types = []string{hj.typ}
+			}
+		}
+		jobs = append(jobs, typechoice.Job{ID: string(id), Types: types, Speed: speed,
 			Work: left / r.refThroughput(hj), Current: hj.typ, Ran: hj.ran, Since: hj.since, Submitted: epoch.Add(hj.Submit)})
 	}
 	decisions := typechoice.Assign(types, jobs, now, typechoice.OrderOf(r.cfg.Policy), r.cfg.TypeChoice)

@@ -106,7 +106,7 @@ func Cluster(s State) []TypeView {
 				onNode[node] = append(onNode[node], worker{tj, i})
 			}
 		case v1alpha1.PhaseWaiting, v1alpha1.PhaseSubmitted:
-			waiting[tj.Spec.GPUType]++
+			waiting[typeOf(tj)]++
 		}
 	}
 	var out []TypeView
@@ -207,7 +207,7 @@ func Queue(s State, f QueueFilter) QueueView {
 		if phaseOf(tj).Final() {
 			continue
 		}
-		byType[tj.Spec.GPUType] = append(byType[tj.Spec.GPUType], tj)
+		byType[typeOf(tj)] = append(byType[typeOf(tj)], tj)
 		if s.Viewer.Sees(tj) {
 			namespaces[tj.Namespace] = true
 			users[tj.Spec.Submitter] = true
@@ -288,7 +288,7 @@ func waitReason(tj *v1alpha1.TrainingJob, sc rest.Scheduler, ahead int, tc algor
 	case tj.Status.Phase == "":
 		code, msg = "new", "not yet seen by the controller"
 	case sc.Nodes == 0:
-		code, msg = "no-nodes", fmt.Sprintf("GPU type %s has no schedulable nodes", tj.Spec.GPUType)
+		code, msg = "no-nodes", fmt.Sprintf("GPU type %s has no schedulable nodes", typeOf(tj))
 	case strings.Contains(msg, "no node has that many"):
 		code = "no-node"
 	case strings.HasPrefix(msg, "requeued"):
@@ -397,5 +397,33 @@ func sortedJobs(jobs []v1alpha1.TrainingJob) []*v1alpha1.TrainingJob {
 	slices.SortFunc(out, func(a, b *v1alpha1.TrainingJob) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
+	return out
+}
+
+// typeOf is the GPU type a job is on, or for a job of several types not
+// placed yet, its first.
+func typeOf(tj *v1alpha1.TrainingJob) string {
+	if t := tj.CurrentGPUType(); t != "" {
+		return t
+	}
+	if acc := tj.Spec.AcceptedGPUTypes(); len(acc) > 0 {
+		return acc[0]
+	}
+	return ""
+}
+
+// Alternatives are the other types a job of several types accepts, for
+// showing; empty for a job of one type.
+func Alternatives(tj *v1alpha1.TrainingJob) []string {
+	if len(tj.Spec.GPUTypes) < 2 {
+		return nil
+	}
+	cur := typeOf(tj)
+	var out []string
+	for _, t := range tj.Spec.GPUTypes {
+		if t != cur {
+			out = append(out, t)
+		}
+	}
 	return out
 }

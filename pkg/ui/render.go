@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
@@ -60,9 +61,11 @@ type MessageData struct {
 }
 
 var funcs = template.FuncMap{
-	"duration": Duration,
-	"seconds":  func(d time.Duration) int64 { return int64(d / time.Second) },
-	"clock":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
+	"duration":     Duration,
+	"alternatives": Alternatives,
+	"join":         strings.Join,
+	"seconds":      func(d time.Duration) int64 { return int64(d / time.Second) },
+	"clock":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
 	"gpusPerWorker": func(tj *v1alpha1.TrainingJob) int32 {
 		if tj.Status.GPUsPerWorker > 0 {
 			return tj.Status.GPUsPerWorker

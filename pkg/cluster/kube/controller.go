@@ -75,6 +75,10 @@ type Options struct {
 	// Gang names the gang scheduler that binds the jobs' pods, if any
 	// (docs/gang-scheduling.md); the zero value is Voda's own gang.
 	Gang Gang
+	// TypeChoiceEvery is how often waiting jobs of several GPU types are
+	// looked at again (zero: 30 s); TypeChoiceDwell the least time between
+	// two moves of one job (zero: 10 minutes).
+	TypeChoiceEvery, TypeChoiceDwell time.Duration
 }
 
 // Controller runs one engine per GPU type against the API server. Build it
@@ -118,6 +122,8 @@ type Controller struct {
 	engines   map[api.GPUType]*engine
 	nodes     map[string]nodeInfo
 	jobTypes  map[api.JobID]api.GPUType
+	// moving holds the jobs being moved to another GPU type, and where.
+	moving map[api.JobID]api.GPUType
 }
 
 // New returns a controller that reads and writes through c, waits for
@@ -158,6 +164,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		engines:     map[api.GPUType]*engine{},
 		nodes:       map[string]nodeInfo{},
 		jobTypes:    map[api.JobID]api.GPUType{},
+		moving:      map[api.JobID]api.GPUType{},
 		reader:      c,
 		est:         estimator.New(),
 		learned:     map[api.JobID]int32{},
@@ -209,6 +216,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	close(c.ready)
+	go c.runTypeChoice(ctx)
 	c.log.Info("scheduling", "gpuTypes", c.gpuTypes())
 	<-ctx.Done()
 	return nil
@@ -242,7 +250,7 @@ func (c *Controller) restore(ctx context.Context) error {
 	restored := 0
 	for i := range jobs.Items {
 		tj := &jobs.Items[i]
-		gt := api.GPUType(tj.Spec.GPUType)
+		gt := api.GPUType(tj.CurrentGPUType())
 		if !c.handles(gt) {
 			continue
 		}

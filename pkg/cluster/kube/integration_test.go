@@ -54,6 +54,7 @@ func TestIntegrationController(t *testing.T) {
 	t.Run("PyTorchGangTimeout", func(t *testing.T) { testPyTorchGangTimeout(t, k) })
 	t.Run("WorkerGPUsMismatch", func(t *testing.T) { testWorkerGPUsMismatch(t, k) })
 	t.Run("Accelerators", func(t *testing.T) { testAccelerators(t, k) })
+	t.Run("GPUTypes", func(t *testing.T) { testGPUTypes(t, k) })
 	t.Run("NodeDeleted", func(t *testing.T) { testNodeDeleted(t, k) })
 	t.Run("EtcdRestart", func(t *testing.T) { testEtcdRestart(t, k) })
 	t.Run("APIServerOutage", func(t *testing.T) { testAPIServerOutage(t, k) })

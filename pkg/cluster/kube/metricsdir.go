@@ -60,7 +60,7 @@ func (m *metricsDir) scan(ctx context.Context) {
 	}
 	for i := range jobs.Items {
 		tj := &jobs.Items[i]
-		if tj.Status.Phase.Final() || !m.c.handles(api.GPUType(tj.Spec.GPUType)) {
+		if tj.Status.Phase.Final() || !m.c.handles(api.GPUType(tj.CurrentGPUType())) {
 			continue
 		}
 		id := jobID(client.ObjectKeyFromObject(tj))

@@ -244,7 +244,17 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	gt := api.GPUType(tj.Spec.GPUType)
+	gt := api.GPUType(tj.CurrentGPUType())
+	c.mu.Lock()
+	_, moving := c.moving[id]
+	c.mu.Unlock()
+	switch {
+	case moving:
+		// Being moved to another type: the move admits it there.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	case gt == "" && len(tj.Spec.GPUTypes) > 0 && !tj.Status.Phase.Final():
+		return reconcile.Result{}, c.chooseType(ctx, &tj)
+	}
 	if !c.handles(gt) {
 		return reconcile.Result{}, nil
 	}
@@ -321,7 +331,7 @@ func (c *Controller) workerUnits(tj *v1alpha1.TrainingJob) (int, error) {
 
 // resourceOf is the node resource a job's GPU type schedules.
 func (c *Controller) resourceOf(tj *v1alpha1.TrainingJob) corev1.ResourceName {
-	return c.opts.Accelerators.Of(tj.Spec.GPUType)
+	return c.opts.Accelerators.Of(tj.CurrentGPUType())
 }
 
 // refuse ends a new job whose spec Voda cannot honour (the REST API refuses
@@ -485,7 +495,7 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 		return 0, err
 	}
 	if len(waiting) == 0 && !slices.Contains(present, false) && running == int(n) {
-		c.runningAgain(id, api.GPUType(tj.Spec.GPUType), true)
+		c.runningAgain(id, api.GPUType(tj.CurrentGPUType()), true)
 		return 0, nil
 	}
 	if recheck, err := c.checkGang(ctx, tj, id, int(n)-running); recheck <= 0 || err != nil {
@@ -518,7 +528,7 @@ func (c *Controller) showRunning(ctx context.Context, tj *v1alpha1.TrainingJob, 
 	if !c.sawWorkers(id, s) {
 		return nil
 	}
-	e := c.engineFor(api.GPUType(tj.Spec.GPUType))
+	e := c.engineFor(api.GPUType(tj.CurrentGPUType()))
 	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
 		j, ok := en.Job(id)
 		if !ok || j.Phase != api.PhaseRunning {
@@ -547,7 +557,7 @@ func (c *Controller) checkGang(ctx context.Context, tj *v1alpha1.TrainingJob, id
 	if left := c.opts.GangTimeout - time.Since(d.since); left > 0 {
 		return left, nil
 	}
-	gt := api.GPUType(tj.Spec.GPUType)
+	gt := api.GPUType(tj.CurrentGPUType())
 	reason := fmt.Sprintf("%d of %d workers not running %s after they were placed", notRunning, tj.Status.Workers, c.opts.GangTimeout)
 	e := c.engineFor(gt)
 	err := e.loop.Do(ctx, func(en *scheduler.Engine) error {

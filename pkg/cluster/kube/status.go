@@ -24,15 +24,17 @@ func jobKey(id api.JobID) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: name}
 }
 
-// specOf turns a TrainingJob spec into the engine's job spec, with its GPUs
-// per worker counted in its GPU type's resource (acc). A spec whose GPUs per
-// worker are in error (see TrainingJobSpec.WorkerAccelerators) is refused
-// before it gets here.
-func specOf(s v1alpha1.TrainingJobSpec, acc v1alpha1.Accelerators) api.JobSpec {
-	k, _ := s.WorkerAccelerators(acc.Of(s.GPUType))
+// specOf turns a TrainingJob into the engine's job spec on its current GPU
+// type, with its GPUs per worker counted in that type's resource (acc). A
+// spec whose GPUs per worker are in error (see
+// TrainingJobSpec.WorkerAccelerators) is refused before it gets here.
+func specOf(tj *v1alpha1.TrainingJob, acc v1alpha1.Accelerators) api.JobSpec {
+	s := tj.Spec
+	t := tj.CurrentGPUType()
+	k, _ := s.WorkerAccelerators(acc.Of(t))
 	return api.JobSpec{
 		GPUsPerWorker:    k,
-		GPUType:          api.GPUType(s.GPUType),
+		GPUType:          api.GPUType(t),
 		MinWorkers:       int(s.MinWorkers),
 		MaxWorkers:       int(s.MaxWorkers),
 		RequestedWorkers: int(s.RequestedWorkers),
@@ -47,6 +49,7 @@ func specOf(s v1alpha1.TrainingJobSpec, acc v1alpha1.Accelerators) api.JobSpec {
 func statusOf(j scheduler.Job, now time.Time) v1alpha1.TrainingJobStatus {
 	s := v1alpha1.TrainingJobStatus{
 		Phase:                 v1alpha1.Phase(j.Phase),
+		GPUType:               string(j.Spec.GPUType),
 		Message:               j.Message,
 		Workers:               int32(j.Workers),
 		Queue:                 int32(j.Queue),
@@ -88,7 +91,7 @@ func recordOf(tj *v1alpha1.TrainingJob, now time.Time, acc v1alpha1.Accelerators
 	}
 	j := scheduler.Job{
 		ID:                     jobID(types.NamespacedName{Namespace: tj.Namespace, Name: tj.Name}),
-		Spec:                   specOf(tj.Spec, acc),
+		Spec:                   specOf(tj, acc),
 		Phase:                  phase,
 		Workers:                int(s.Workers),
 		Queue:                  int(s.Queue),
@@ -159,8 +162,9 @@ func statusPatch(s v1alpha1.TrainingJobStatus) ([]byte, error) {
 	t := reflect.TypeOf(s)
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		// Progress is the REST API's to write (the jobs' reports).
-		if _, ok := m[name]; !ok && name != "progress" {
+		// Progress is the REST API's to write (the jobs' reports), and
+		// gpuTypeTime the type choice's.
+		if _, ok := m[name]; !ok && name != "progress" && name != "gpuTypeTime" {
 			m[name] = nil
 		}
 	}

@@ -37,7 +37,7 @@ func testJob() *v1alpha1.TrainingJob {
 // time the controller was away added to the running counters.
 func TestStatusRoundTrip(t *testing.T) {
 	rec := scheduler.Job{
-		ID: "ns/bert", Spec: specOf(testJob().Spec, nil), Phase: api.PhaseRunning,
+		ID: "ns/bert", Spec: specOf(testJob(), nil), Phase: api.PhaseRunning,
 		Workers: 2, Nodes: []api.NodeName{"n1", "n2"}, Queue: 1,
 		Submitted: t0, FirstStarted: t0.Add(time.Minute), LastStarted: t0.Add(2 * time.Minute),
 		WaitingSeconds: 60, RunningSeconds: 120.5, GPUSeconds: 241, SinceStartGPUSeconds: 100,
@@ -313,7 +313,7 @@ func TestBuildMPIJobWithWorkersOfSeveralGPUs(t *testing.T) {
 	if n := limit(u); n != 2 {
 		t.Errorf("worker asks for %d GPUs, want the template's 2", n)
 	}
-	if k := specOf(tj.Spec, nil).K(); k != 2 {
+	if k := specOf(tj, nil).K(); k != 2 {
 		t.Errorf("the engine counts %d GPUs per worker, want 2", k)
 	}
 
@@ -494,7 +494,7 @@ func TestAccelerators(t *testing.T) {
 	tj := testJob()
 	tj.Spec.GPUType = "cpu-pool"
 	tj.Spec.Template.MPIJob.Worker.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3500m")}
-	if k := specOf(tj.Spec, acc).K(); k != 4 {
+	if k := specOf(tj, acc).K(); k != 4 {
 		t.Errorf("a worker asking for 3.5 cores counts %d, want 4 (rounded up)", k)
 	}
 	tj = testJob()

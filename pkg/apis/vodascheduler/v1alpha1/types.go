@@ -1,7 +1,10 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vodascheduler/voda/pkg/api"
@@ -56,7 +59,7 @@ func (p Phase) Final() bool { return api.Phase(p).Final() }
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Workers",type=integer,JSONPath=`.status.workers`
 // +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.status.gpus`,description="GPUs held: workers × GPUs per worker"
-// +kubebuilder:printcolumn:name="GPU-Type",type=string,JSONPath=`.spec.gpuType`
+// +kubebuilder:printcolumn:name="GPU-Type",type=string,JSONPath=`.status.gpuType`,description="The GPU type the job is on (spec.gpuType, or the one Voda chose among spec.gpuTypes)"
 // +kubebuilder:printcolumn:name="Waiting",type=string,JSONPath=`.status.waiting`,description="Time spent waiting for GPUs"
 // +kubebuilder:printcolumn:name="Running",type=string,JSONPath=`.status.running`,description="Time spent running"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -81,14 +84,32 @@ type TrainingJobList struct {
 // change once the job exists.
 //
 // +kubebuilder:validation:XValidation:rule="self.maxWorkers >= self.minWorkers",message="maxWorkers must be at least minWorkers"
+// +kubebuilder:validation:XValidation:rule="(has(self.gpuType) && size(self.gpuType) > 0) != (has(self.gpuTypes) && size(self.gpuTypes) > 0)",message="set gpuType (one GPU type) or gpuTypes (several, in order of preference), not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.requestedWorkers) || self.requestedWorkers == 0 || (self.requestedWorkers >= self.minWorkers && self.requestedWorkers <= self.maxWorkers)",message="requestedWorkers must lie within [minWorkers, maxWorkers]"
 type TrainingJobSpec struct {
 	// GPUType selects the nodes (label vodascheduler/accelerator) and the
-	// scheduler that runs the job.
-	// +kubebuilder:validation:MinLength=1
+	// scheduler that runs the job. Set it or GPUTypes.
+	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="gpuType is immutable"
-	GPUType string `json:"gpuType"`
+	GPUType string `json:"gpuType,omitempty"`
+	// GPUTypes are the GPU types the job accepts, in order of preference:
+	// Voda runs it on one of them at a time, chosen from the job's speed
+	// on each and each type's load, and may move it to another while it
+	// waits (docs/controller.md). Set it or GPUType.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="gpuTypes is immutable"
+	GPUTypes []string `json:"gpuTypes,omitempty"`
+	// GPUTypeSpeeds are the job's relative speeds per GPU of each type in
+	// GPUTypes, when the user knows them (e.g. v100: 3, k80: 1); a type
+	// left out counts as 1.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	GPUTypeSpeeds map[string]resource.Quantity `json:"gpuTypeSpeeds,omitempty"`
 	// MinWorkers is the smallest number of workers the job can run with.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="minWorkers is immutable"
@@ -234,6 +255,14 @@ type TrainingJobStatus struct {
 	// Phase is Submitted, Waiting, Running, Completed, Failed or Canceled.
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
+	// GPUType is the type the job is on: spec.gpuType, or the one Voda
+	// chose among spec.gpuTypes.
+	// +optional
+	GPUType string `json:"gpuType,omitempty"`
+	// GPUTypeTime is when Voda last chose the type of a job of several
+	// types.
+	// +optional
+	GPUTypeTime *metav1.Time `json:"gpuTypeTime,omitempty"`
 	// Message says why the job is where it is, e.g. why it waits.
 	// +optional
 	Message string `json:"message,omitempty"`
@@ -346,4 +375,41 @@ type EpochTime struct {
 	// Epochs is how many epochs the mean is over.
 	// +kubebuilder:validation:Minimum=1
 	Epochs int32 `json:"epochs"`
+}
+
+// AcceptedGPUTypes are the types the job may run on, in order of
+// preference: spec.gpuTypes, or spec.gpuType alone.
+func (s *TrainingJobSpec) AcceptedGPUTypes() []string {
+	if len(s.GPUTypes) > 0 {
+		return s.GPUTypes
+	}
+	if s.GPUType == "" {
+		return nil
+	}
+	return []string{s.GPUType}
+}
+
+// Speed is the job's relative speed per GPU of type t: spec.gpuTypeSpeeds,
+// else 1.
+func (s *TrainingJobSpec) Speed(t string) float64 {
+	if q, ok := s.GPUTypeSpeeds[t]; ok {
+		if v := q.AsApproximateFloat64(); v > 0 {
+			return v
+		}
+	}
+	return 1
+}
+
+// CurrentGPUType is the type the job is on: the one in its status if the
+// job accepts it, else its first accepted type (a job of one type is always
+// on it). A job of several types has none until Voda chooses.
+func (tj *TrainingJob) CurrentGPUType() string {
+	acc := tj.Spec.AcceptedGPUTypes()
+	if t := tj.Status.GPUType; t != "" && slices.Contains(acc, t) {
+		return t
+	}
+	if len(acc) == 1 {
+		return acc[0]
+	}
+	return ""
 }

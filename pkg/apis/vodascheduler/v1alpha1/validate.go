@@ -35,10 +35,34 @@ func (tj *TrainingJob) Validate() error {
 		}
 	}
 	s := tj.Spec
-	if s.GPUType == "" {
-		errs = append(errs, errors.New("spec.gpuType is missing (the GPU type the job runs on, a value of the node label "+AcceleratorLabel+")"))
-	} else if msgs := validation.IsValidLabelValue(s.GPUType); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("spec.gpuType %q: %s", s.GPUType, strings.Join(msgs, "; ")))
+	switch {
+	case s.GPUType == "" && len(s.GPUTypes) == 0:
+		errs = append(errs, errors.New("spec.gpuType is missing (the GPU type the job runs on, a value of the node label "+AcceleratorLabel+"; or spec.gpuTypes, several in order of preference)"))
+	case s.GPUType != "" && len(s.GPUTypes) > 0:
+		errs = append(errs, errors.New("spec.gpuType and spec.gpuTypes are both set: set gpuType for one GPU type, or gpuTypes for several in order of preference"))
+	case s.GPUType != "":
+		if msgs := validation.IsValidLabelValue(s.GPUType); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("spec.gpuType %q: %s", s.GPUType, strings.Join(msgs, "; ")))
+		}
+	}
+	if len(s.GPUTypes) > 16 {
+		errs = append(errs, fmt.Errorf("spec.gpuTypes lists %d types, at most 16 allowed", len(s.GPUTypes)))
+	}
+	for i, t := range s.GPUTypes {
+		if msgs := validation.IsValidLabelValue(t); len(msgs) > 0 || t == "" {
+			errs = append(errs, fmt.Errorf("spec.gpuTypes[%d] %q: not a GPU type (a value of the node label %s)", i, t, AcceleratorLabel))
+		} else if slices.Contains(s.GPUTypes[:i], t) {
+			errs = append(errs, fmt.Errorf("spec.gpuTypes[%d] %q is listed twice", i, t))
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(s.GPUTypeSpeeds)) {
+		q := s.GPUTypeSpeeds[t]
+		switch {
+		case !slices.Contains(s.GPUTypes, t):
+			errs = append(errs, fmt.Errorf("spec.gpuTypeSpeeds.%s: %s is not in spec.gpuTypes; give speeds only for the types the job lists", t, t))
+		case q.Sign() <= 0:
+			errs = append(errs, fmt.Errorf("spec.gpuTypeSpeeds.%s is %s: a speed must be positive (e.g. 3 for three times as fast as a type of speed 1)", t, q.String()))
+		}
 	}
 	js := api.JobSpec{
 		GPUType: "t", MinWorkers: int(s.MinWorkers), MaxWorkers: int(s.MaxWorkers),
@@ -103,6 +127,8 @@ func (s *TrainingJobSpec) TemplateConflicts(res corev1.ResourceName) error {
 		switch {
 		case k != AcceleratorLabel:
 			bad("nodeSelector."+k, "Voda places workers on the nodes of spec.gpuType and selects the node itself; a further selector can leave a worker Pending on the node Voda chose. Remove it (label the GPU type's nodes instead)")
+		case len(s.GPUTypes) > 0:
+			bad("nodeSelector."+k, "selects one GPU type but spec.gpuTypes lists several: remove it (Voda selects the nodes of the type it chooses)")
 		case w.NodeSelector[k] != s.GPUType:
 			bad("nodeSelector."+k, fmt.Sprintf("is %q but spec.gpuType is %q: remove it or make them equal", w.NodeSelector[k], s.GPUType))
 		}

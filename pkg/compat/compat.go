@@ -116,8 +116,16 @@ func FromMPIJob(data []byte, now time.Time) (*v1alpha1.TrainingJob, error) {
 
 	env := envOf(launcher.Template.Spec.Containers[0])
 	spec := api.JobSpec{GPUType: api.GPUType(worker.Template.Spec.NodeSelector[v1alpha1.AcceleratorLabel]), Category: base}
-	if spec.GPUType == "" {
-		errs = append(errs, fmt.Errorf("the worker's nodeSelector %s (the GPU type) is missing", v1alpha1.AcceleratorLabel))
+	gpuTypes := acceleratorAffinity(worker.Template.Spec.Affinity)
+	switch {
+	case spec.GPUType != "" && gpuTypes != nil:
+		errs = append(errs, fmt.Errorf("the worker names its GPU type twice, in nodeSelector %s and in a node affinity on it: keep one", v1alpha1.AcceleratorLabel))
+	case len(gpuTypes) == 1:
+		spec.GPUType, gpuTypes = api.GPUType(gpuTypes[0]), nil
+	case len(gpuTypes) > 1:
+		spec.GPUType = api.GPUType(gpuTypes[0]) // for the checks below; the job gets gpuTypes
+	case spec.GPUType == "":
+		errs = append(errs, fmt.Errorf("the worker's nodeSelector %s (the GPU type) is missing; or, for several types, a required node affinity %s In [TYPE, …]", v1alpha1.AcceleratorLabel, v1alpha1.AcceleratorLabel))
 	}
 	var err error
 	if spec.MinWorkers, err = env.number(true, EnvMinNumProc, EnvMinNP); err != nil {
@@ -153,6 +161,9 @@ func FromMPIJob(data []byte, now time.Time) (*v1alpha1.TrainingJob, error) {
 	}
 	lt, wt := launcher.Template.DeepCopy(), worker.Template.DeepCopy()
 	setEnv(&lt.Spec.Containers[0], EnvJobName, name)
+	if acceleratorAffinity(wt.Spec.Affinity) != nil {
+		wt.Spec.Affinity = nil // honoured as spec.gpuType(s)
+	}
 	tj := &v1alpha1.TrainingJob{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "TrainingJob"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -161,6 +172,7 @@ func FromMPIJob(data []byte, now time.Time) (*v1alpha1.TrainingJob, error) {
 		},
 		Spec: v1alpha1.TrainingJobSpec{
 			GPUType:          string(spec.GPUType),
+			GPUTypes:         gpuTypes,
 			MinWorkers:       int32(spec.MinWorkers),
 			MaxWorkers:       int32(spec.MaxWorkers),
 			RequestedWorkers: int32(spec.RequestedWorkers),
@@ -177,11 +189,38 @@ func FromMPIJob(data []byte, now time.Time) (*v1alpha1.TrainingJob, error) {
 			}},
 		},
 	}
+	if len(gpuTypes) > 1 {
+		tj.Spec.GPUType = ""
+	}
 	if err := conflicts(tj, "spec.template.mpiJob.worker.", "spec.mpiReplicaSpecs.Worker.template.",
 		"spec.template.mpiJob.launcher.", "spec.mpiReplicaSpecs.Launcher.template."); err != nil {
 		return nil, err
 	}
 	return tj, nil
+}
+
+// acceleratorAffinity reads the GPU types of a worker whose affinity is
+// exactly one required node selector term with one expression, the
+// accelerator label In a list: the original format's way to accept several
+// types. Any other affinity gives nil (and is refused by name later).
+func acceleratorAffinity(a *corev1.Affinity) []string {
+	if a == nil || a.PodAffinity != nil || a.PodAntiAffinity != nil || a.NodeAffinity == nil {
+		return nil
+	}
+	na := a.NodeAffinity
+	req := na.RequiredDuringSchedulingIgnoredDuringExecution
+	if len(na.PreferredDuringSchedulingIgnoredDuringExecution) > 0 || req == nil || len(req.NodeSelectorTerms) != 1 {
+		return nil
+	}
+	t := req.NodeSelectorTerms[0]
+	if len(t.MatchFields) > 0 || len(t.MatchExpressions) != 1 {
+		return nil
+	}
+	e := t.MatchExpressions[0]
+	if e.Key != v1alpha1.AcceleratorLabel || e.Operator != corev1.NodeSelectorOpIn || len(e.Values) == 0 {
+		return nil
+	}
+	return e.Values
 }
 
 // conflicts is the converted job's TemplateConflicts, with the fields

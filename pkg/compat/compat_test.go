@@ -3,6 +3,7 @@ package compat_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -229,4 +230,60 @@ spec:
           - name: worker
             image: horovod/horovod:0.28.1
 `
+}
+
+// TestSeveralGPUTypes converts an original-format file whose worker accepts
+// several GPU types by a required node affinity on the accelerator label.
+func TestSeveralGPUTypes(t *testing.T) {
+	env := `
+            - {name: MIN_NUM_PROC, value: "1"}
+            - {name: MAX_NUM_PROC, value: "4"}`
+	affinity := func(op, values string) string {
+		return `          affinity:
+            nodeAffinity:
+              requiredDuringSchedulingIgnoredDuringExecution:
+                nodeSelectorTerms:
+                - matchExpressions:
+                  - {key: vodascheduler/accelerator, operator: ` + op + `, values: ` + values + `}
+`
+	}
+	withAffinity := func(op, values string, keepSelector bool) string {
+		doc := mpiJob("multi", "v100", env)
+		sel := "          nodeSelector:\n            vodascheduler/accelerator: \"v100\"\n"
+		repl := affinity(op, values)
+		if keepSelector {
+			repl = sel + repl
+		}
+		return strings.Replace(doc, sel, repl, 1)
+	}
+	tj, err := compat.FromMPIJob([]byte(withAffinity("In", "[v100, p100]", false)), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tj.Spec.GPUType != "" || !slices.Equal(tj.Spec.GPUTypes, []string{"v100", "p100"}) || tj.Spec.Template.MPIJob.Worker.Spec.Affinity != nil {
+		t.Errorf("two types: gpuType %q, gpuTypes %v, affinity %v", tj.Spec.GPUType, tj.Spec.GPUTypes, tj.Spec.Template.MPIJob.Worker.Spec.Affinity)
+	}
+	if err := tj.Validate(); err != nil {
+		t.Errorf("the converted job does not validate: %v", err)
+	}
+	tj, err = compat.FromMPIJob([]byte(withAffinity("In", "[k80]", false)), now)
+	if err != nil || tj.Spec.GPUType != "k80" || tj.Spec.GPUTypes != nil {
+		t.Errorf("one type by affinity: %v, %+v", err, tj)
+	}
+	for name, c := range map[string]struct {
+		doc, want string
+	}{
+		"both":   {withAffinity("In", "[v100, p100]", true), "names its GPU type twice"},
+		"NotIn":  {withAffinity("NotIn", "[k80]", false), "affinity"},
+		"twice":  {withAffinity("In", "[v100, v100]", false), `spec.gpuTypes[1] "v100" is listed twice`},
+		"spaces": {withAffinity("In", `["a b", v100]`, false), `spec.gpuTypes[0] "a b"`},
+	} {
+		tj, err := compat.FromMPIJob([]byte(c.doc), now)
+		if err == nil && tj != nil {
+			err = tj.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want it to say %q", name, err, c.want)
+		}
+	}
 }

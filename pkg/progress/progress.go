@@ -11,6 +11,7 @@
 package progress
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -20,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -142,18 +144,22 @@ func (r Report) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Add folds a valid report into a job's progress, received at now.
-func Add(p *v1alpha1.TrainingProgress, r Report, now time.Time) {
+// Add folds a valid report into a job's progress, received at now while
+// the job ran on gpuType: epoch times are averaged per worker count and
+// GPU type.
+func Add(p *v1alpha1.TrainingProgress, r Report, gpuType string, now time.Time) {
 	p.Epoch = max(p.Epoch, r.Epoch)
 	p.Reports++
 	t := metav1.NewTime(now)
 	p.LastReportTime = &t
 	ms := int64(math.Round(r.Seconds() * 1000))
 	ms = max(ms, 1)
-	i := slices.IndexFunc(p.EpochTimes, func(e v1alpha1.EpochTime) bool { return e.Workers == r.Workers })
+	i := slices.IndexFunc(p.EpochTimes, func(e v1alpha1.EpochTime) bool { return e.Workers == r.Workers && e.GPUType == gpuType })
 	if i < 0 {
-		p.EpochTimes = append(p.EpochTimes, v1alpha1.EpochTime{Workers: r.Workers, Millis: ms, Epochs: 1})
-		slices.SortFunc(p.EpochTimes, func(a, b v1alpha1.EpochTime) int { return int(a.Workers - b.Workers) })
+		p.EpochTimes = append(p.EpochTimes, v1alpha1.EpochTime{Workers: r.Workers, Millis: ms, Epochs: 1, GPUType: gpuType})
+		slices.SortFunc(p.EpochTimes, func(a, b v1alpha1.EpochTime) int {
+			return cmp.Or(strings.Compare(a.GPUType, b.GPUType), int(a.Workers-b.Workers))
+		})
 		return
 	}
 	e := &p.EpochTimes[i]

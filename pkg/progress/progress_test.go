@@ -67,11 +67,17 @@ func TestAddAveragesPerWorkerCount(t *testing.T) {
 		{Epoch: 3, Workers: 2, EpochSeconds: 70},
 		{Epoch: 2, Workers: 4, EpochSeconds: 42}, // late, out of order
 	} {
-		progress.Add(&p, r, now)
+		progress.Add(&p, r, "", now)
 	}
 	want := []v1alpha1.EpochTime{{Workers: 2, Millis: 70000, Epochs: 1}, {Workers: 4, Millis: 42000, Epochs: 3}}
 	if diff := cmp.Diff(want, p.EpochTimes); diff != "" || p.Epoch != 3 || p.Reports != 4 || !p.LastReportTime.Time.Equal(now) {
 		t.Errorf("progress %+v; epoch times (-want +got):\n%s", p, diff)
+	}
+	// On another GPU type, epoch times are kept apart.
+	progress.Add(&p, progress.Report{Epoch: 4, Workers: 4, EpochSeconds: 120}, "k80", now)
+	want = append(want, v1alpha1.EpochTime{Workers: 4, Millis: 120000, Epochs: 1, GPUType: "k80"})
+	if diff := cmp.Diff(want, p.EpochTimes); diff != "" {
+		t.Errorf("with a second type (-want +got):\n%s", diff)
 	}
 }
 

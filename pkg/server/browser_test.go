@@ -143,7 +143,18 @@ func (b *browser) waitFor(t *testing.T, what, expr string, within time.Duration)
 func (b *browser) screenshot(t *testing.T, dir, name string) {
 	t.Helper()
 	var png []byte
-	b.run(t, "screenshot "+name, chromedp.FullScreenshot(&png, 100))
+	// A page that is still being laid out (just navigated) has no size
+	// yet: try again for a moment.
+	var err error
+	for try := 0; try < 10; try++ {
+		if err = chromedp.Run(b.ctx, chromedp.FullScreenshot(&png, 100)); err == nil {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/estimator"
 	"github.com/vodascheduler/voda/pkg/scheduler"
 	"github.com/vodascheduler/voda/pkg/typechoice"
 )
@@ -118,9 +119,7 @@ func (c *Controller) choiceJob(tj *v1alpha1.TrainingJob, cur string) typechoice.
 		types = c.candidates(tj)
 	}
 	j.Types = types
-	for _, t := range types {
-		j.Speed[t] = tj.Spec.Speed(t)
-	}
+	j.Speed = Speeds(tj)
 	k := 1
 	if cur != "" {
 		k, _ = tj.Spec.WorkerAccelerators(c.opts.Accelerators.Of(cur))
@@ -136,6 +135,56 @@ func (c *Controller) choiceJob(tj *v1alpha1.TrainingJob, cur string) typechoice.
 		}
 	}
 	return j
+}
+
+// Speeds are a job's relative speeds per GPU on each of its types: measured
+// where it has reported epochs on two or more types (the ratio of its
+// one-worker epoch times, scaled to the user's speed of one of them, else
+// 1), else the user's spec.gpuTypeSpeeds, else 1.
+func Speeds(tj *v1alpha1.TrainingJob) map[string]float64 {
+	out := map[string]float64{}
+	for _, t := range tj.Spec.AcceptedGPUTypes() {
+		out[t] = tj.Spec.Speed(t)
+	}
+	if tj.Status.Progress == nil {
+		return out
+	}
+	byType := map[string][]estimator.Observation{}
+	for _, et := range tj.Status.Progress.EpochTimes {
+		if _, ok := out[et.GPUType]; ok {
+			byType[et.GPUType] = append(byType[et.GPUType], estimator.Observation{Workers: int(et.Workers), Seconds: float64(et.Millis) / 1000, Weight: float64(et.Epochs)})
+		}
+	}
+	oneWorker := map[string]float64{}
+	for t, obs := range byType {
+		est := estimator.New()
+		est.Replace("job", "job", obs)
+		if f := est.Estimate("job", "job"); f.Known() {
+			oneWorker[t] = f.OneWorker
+		}
+	}
+	if len(oneWorker) < 2 {
+		return out
+	}
+	// The reference: the first measured type the user gave a speed for,
+	// else the first measured.
+	ref := ""
+	for _, t := range tj.Spec.AcceptedGPUTypes() {
+		if _, ok := oneWorker[t]; !ok {
+			continue
+		}
+		if ref == "" {
+			ref = t
+		}
+		if _, hinted := tj.Spec.GPUTypeSpeeds[t]; hinted {
+			ref = t
+			break
+		}
+	}
+	for t, s := range oneWorker {
+		out[t] = out[ref] * oneWorker[ref] / s
+	}
+	return out
 }
 
 // chooseType gives a new job of several types its first type.

@@ -65,6 +65,11 @@ func (e *engine) learn(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 	c.learned[id] = p.Reports
 	obs := make([]estimator.Observation, 0, len(p.EpochTimes))
 	for _, et := range p.EpochTimes {
+		// Only this type's epochs: a job of several types runs at
+		// another speed on each.
+		if et.GPUType != "" && et.GPUType != string(e.gpuType) {
+			continue
+		}
 		obs = append(obs, estimator.Observation{Workers: int(et.Workers), Seconds: float64(et.Millis) / 1000, Weight: float64(et.Epochs)})
 	}
 	c.est.Replace(string(id), category(tj), obs)

@@ -84,7 +84,7 @@ type TrainingJobList struct {
 // change once the job exists.
 //
 // +kubebuilder:validation:XValidation:rule="self.maxWorkers >= self.minWorkers",message="maxWorkers must be at least minWorkers"
-// +kubebuilder:validation:XValidation:rule="(has(self.gpuType) && size(self.gpuType) > 0) != (has(self.gpuTypes) && size(self.gpuTypes) > 0)",message="set gpuType (one GPU type) or gpuTypes (several, in order of preference), not both"
+// +kubebuilder:validation:XValidation:rule="(has(self.gpuType) && size(self.gpuType) > 0) != (has(self.gpuTypes) && size(self.gpuTypes) > 0)",message="set spec.gpuType (one GPU type) or spec.gpuTypes (several, in order of preference), not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.requestedWorkers) || self.requestedWorkers == 0 || (self.requestedWorkers >= self.minWorkers && self.requestedWorkers <= self.maxWorkers)",message="requestedWorkers must lie within [minWorkers, maxWorkers]"
 type TrainingJobSpec struct {
 	// GPUType selects the nodes (label vodascheduler/accelerator) and the
@@ -375,6 +375,10 @@ type EpochTime struct {
 	// Epochs is how many epochs the mean is over.
 	// +kubebuilder:validation:Minimum=1
 	Epochs int32 `json:"epochs"`
+	// GPUType is the type the epochs ran on, for jobs of several types;
+	// empty when not known (the original's metrics files).
+	// +optional
+	GPUType string `json:"gpuType,omitempty"`
 }
 
 // AcceptedGPUTypes are the types the job may run on, in order of

@@ -346,10 +346,10 @@ func words(sec float64) string {
 	if math.IsInf(sec, 1) {
 		return "never (no GPUs)"
 	}
-	d := time.Duration(sec * float64(time.Second)).Round(time.Minute)
-	if d < time.Minute {
-		return "under a minute"
+	if sec < 59.5 {
+		return fmt.Sprintf("%.0fs", math.Ceil(sec))
 	}
+	d := time.Duration(sec * float64(time.Second)).Round(time.Minute)
 	h, m := int(d.Hours()), int(d.Minutes())%60
 	if h == 0 {
 		return fmt.Sprintf("%dm", m)

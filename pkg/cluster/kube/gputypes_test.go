@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vodascheduler/voda/internal/testenv"
@@ -58,8 +60,9 @@ func (k *cluster) podsOnOneType(ctx context.Context, ns, name string) error {
 
 // testGPUTypes runs jobs that accept two GPU types: a new one starts on the
 // type with room; a waiting one moves to the other type when that frees,
-// with an Event saying why; no job ever has pods on two types; a restarted
-// controller keeps every job's type.
+// with an Event saying why and the move counted; no job ever has pods on
+// two types; after a leader failover every job keeps its type and the new
+// leader places new jobs.
 func testGPUTypes(t *testing.T, k *cluster) {
 	const ns, fast, slow = "gputypes", "gt-fast", "gt-slow"
 	k.scenario(t, ns, fast, 1, 4)
@@ -68,6 +71,9 @@ func testGPUTypes(t *testing.T, k *cluster) {
 	}
 	o := controllerOpts(t, fast, slow)
 	o.Namespace = ns
+	// With leader election: at the end a standby takes over.
+	o.LeaderElect, o.LeaderElectionNamespace, o.LeaderElectionID = true, ns, "voda-gputypes"
+	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
 	o.TypeChoiceEvery, o.TypeChoiceDwell = 500*time.Millisecond, time.Second
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, "test")
@@ -143,17 +149,27 @@ func testGPUTypes(t *testing.T, k *cluster) {
 		}
 	}
 
-	// A restarted controller keeps the types: the running job stays where
-	// it is, with the same pods.
+	// The leader is killed and a standby takes over: it rebuilds its
+	// engines from the statuses (as a restarted controller does), so the
+	// running job stays on its type with the same pods, and it chooses the
+	// types of new jobs.
 	before := k.job(t, ns, "queued")
 	pods, err := k.workers(ctx, ns, "queued")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop()
 	_, stop2 := k.startController(t, o)
 	defer stop2()
-	time.Sleep(3 * time.Second)
+	time.Sleep(time.Second)
+	stop()
+	if err := k.c.Delete(ctx, k.job(t, ns, owner[first])); err != nil {
+		t.Fatal(err)
+	}
+	k.create(t, newJob(ns, "late", "", 4, 4, multiType(both, nil)))
+	late := k.waitSettled(t, ns, "late", 4)
+	if late.Status.GPUType != first {
+		t.Errorf("late runs on %q, want the free type %s", late.Status.GPUType, first)
+	}
 	after := k.waitSettled(t, ns, "queued", 4)
 	if after.Status.GPUType != before.Status.GPUType || after.Status.Restarts != before.Status.Restarts {
 		t.Errorf("after a restart: on %q with %d restarts, before on %q with %d", after.Status.GPUType, after.Status.Restarts, before.Status.GPUType, before.Status.Restarts)
@@ -167,7 +183,27 @@ func testGPUTypes(t *testing.T, k *cluster) {
 			t.Errorf("worker %d was replaced across the restart", i)
 		}
 	}
-	if err := k.podsOnOneType(ctx, ns, "queued"); err != nil {
-		t.Error(err)
+	for _, name := range []string{"queued", "late"} {
+		if err := k.podsOnOneType(ctx, ns, name); err != nil {
+			t.Error(err)
+		}
+	}
+	// And a controller restarted with no standby (after the lease expires)
+	// keeps them too.
+	want := map[string]string{}
+	uids := map[string][]types.UID{}
+	for _, name := range []string{"queued", "late"} {
+		want[name], uids[name] = k.job(t, ns, name).Status.GPUType, podUIDs(t, k, ns, name)
+	}
+	stop2()
+	_, stop3 := k.startController(t, o)
+	defer stop3()
+	// The lease lapses (4 s), the new controller restores and reschedules.
+	time.Sleep(8 * time.Second)
+	for _, name := range []string{"queued", "late"} {
+		got := k.waitSettled(t, ns, name, 4)
+		if got.Status.GPUType != want[name] || !slices.Equal(podUIDs(t, k, ns, name), uids[name]) {
+			t.Errorf("%s after a restart: on %q (was %q), pods kept %v", name, got.Status.GPUType, want[name], slices.Equal(podUIDs(t, k, ns, name), uids[name]))
+		}
 	}
 }

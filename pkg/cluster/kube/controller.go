@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,6 +125,8 @@ type Controller struct {
 	jobTypes  map[api.JobID]api.GPUType
 	// moving holds the jobs being moved to another GPU type, and where.
 	moving map[api.JobID]api.GPUType
+	// refused holds the jobs refused (InvalidSpec), by UID.
+	refused map[types.UID]bool
 }
 
 // New returns a controller that reads and writes through c, waits for
@@ -165,6 +168,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		nodes:       map[string]nodeInfo{},
 		jobTypes:    map[api.JobID]api.GPUType{},
 		moving:      map[api.JobID]api.GPUType{},
+		refused:     map[types.UID]bool{},
 		reader:      c,
 		est:         estimator.New(),
 		learned:     map[api.JobID]int32{},

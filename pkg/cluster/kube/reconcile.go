@@ -339,6 +339,15 @@ func (c *Controller) resourceOf(tj *v1alpha1.TrainingJob) corev1.ResourceName {
 // status says Failed and why, naming the field, and a Warning Event says
 // the same. Nothing is created for it.
 func (c *Controller) refuse(ctx context.Context, tj *v1alpha1.TrainingJob, reason error) error {
+	// Once per job: a reconcile that reads the job from a cache not yet
+	// showing the Failed status (or the restore at start, then the
+	// reconciler) must not refuse it twice.
+	c.mu.Lock()
+	done := c.refused[tj.UID]
+	c.mu.Unlock()
+	if done {
+		return nil
+	}
 	now := metav1.Now()
 	s := v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseFailed, Message: "refused: " + reason.Error(),
 		SubmitTime: &now, FinishTime: &now, AccountedTime: &now}
@@ -349,6 +358,9 @@ func (c *Controller) refuse(ctx context.Context, tj *v1alpha1.TrainingJob, reaso
 	if err := c.client.Status().Patch(ctx, tj, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	c.mu.Lock()
+	c.refused[tj.UID] = true
+	c.mu.Unlock()
 	c.recorder.Event(tj, corev1.EventTypeWarning, "InvalidSpec", s.Message)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,7 +81,7 @@ func prepareHetero(cmd *cobra.Command, f *simulateFlags, h *heteroFlags) (*heter
 		return nil, err
 	}
 	for _, t := range types {
-		if !contains(table.GPUTypes(), t.Name) {
+		if !slices.Contains(table.GPUTypes(), t.Name) {
 			return nil, fmt.Errorf("--gpu-types: %s has no throughputs in Gavel's table, which has %s", t.Name, strings.Join(table.GPUTypes(), ", "))
 		}
 	}
@@ -112,15 +113,6 @@ func prepareHetero(cmd *cobra.Command, f *simulateFlags, h *heteroFlags) (*heter
 		s.workload, err = simulator.GenerateGavel(table, f.jobs, h.jobsPerHour, f.seed)
 	}
 	return s, err
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func runHetero(cmd *cobra.Command, f *simulateFlags, h *heteroFlags) error {
@@ -165,7 +157,7 @@ func writeHeteroTable(out io.Writer, rs []simulator.HeteroResult) error {
 	for t := range rs[0].GPUs {
 		types = append(types, t)
 	}
-	sortStrings(types)
+	slices.Sort(types)
 	fmt.Fprintf(out, "Workload %s: %d jobs on", rs[0].Workload, len(rs[0].Jobs))
 	for _, t := range types {
 		fmt.Fprintf(out, " %d %s", rs[0].GPUs[t], t)
@@ -191,7 +183,7 @@ func writeHeteroTable(out io.Writer, rs []simulator.HeteroResult) error {
 	mean := map[[2]string]float64{}
 	var policies []string
 	for _, r := range rs {
-		if _, seen := mean[[2]string{r.Policy, simulator.ChoiceVoda}]; !seen && !contains(policies, r.Policy) {
+		if _, seen := mean[[2]string{r.Policy, simulator.ChoiceVoda}]; !seen && !slices.Contains(policies, r.Policy) {
 			policies = append(policies, r.Policy)
 		}
 		mean[[2]string{r.Policy, r.Choice}] = r.MeanJCT()
@@ -212,14 +204,6 @@ func writeHeteroTable(out io.Writer, rs []simulator.HeteroResult) error {
 		}
 	}
 	return nil
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 func writeHeteroJSON(out io.Writer, rs []simulator.HeteroResult) error {

@@ -118,6 +118,19 @@ func (b *browser) run(t *testing.T, what string, actions ...chromedp.Action) {
 	}
 }
 
+// login logs in through the login form as user and waits for the cluster
+// page.
+func (b *browser) login(t *testing.T, base, user string) {
+	t.Helper()
+	b.run(t, "log in as "+user,
+		chromedp.Navigate(base+"/ui/login"),
+		chromedp.WaitVisible("#token", chromedp.ByID),
+		chromedp.SendKeys("#token", tokens[user], chromedp.ByID),
+		chromedp.Submit("#login", chromedp.ByID),
+		chromedp.WaitVisible(`body[data-page="cluster"]`, chromedp.ByQuery),
+	)
+}
+
 // waitFor waits until the JavaScript expression is true. It evaluates
 // the expression afresh every 200 ms, so a page that navigates meanwhile
 // (a form posted, a redirect) is read again rather than failing.
@@ -187,13 +200,7 @@ func testDashboardBrowser(t *testing.T, e *apiEnv) {
 	}
 
 	b := newBrowser(t, path)
-	b.run(t, "log in as root",
-		chromedp.Navigate(e.url+"/ui/login"),
-		chromedp.WaitVisible("#token", chromedp.ByID),
-		chromedp.SendKeys("#token", tokens["root"], chromedp.ByID),
-		chromedp.Submit("#login", chromedp.ByID),
-		chromedp.WaitVisible(`body[data-page="cluster"]`, chromedp.ByQuery),
-	)
+	b.login(t, e.url, "root")
 	// The admin changes the policy; the page shows it.
 	sel := fmt.Sprintf(`form[data-settings-form=%q]`, testGPUType)
 	b.run(t, "change the policy",
@@ -253,13 +260,7 @@ func testDashboardBrowser(t *testing.T, e *apiEnv) {
 	// Alice, not an admin, sees her job but no settings form and no
 	// other user's job names.
 	b2 := newBrowser(t, path)
-	b2.run(t, "log in as alice",
-		chromedp.Navigate(e.url+"/ui/login"),
-		chromedp.WaitVisible("#token", chromedp.ByID),
-		chromedp.SendKeys("#token", tokens["alice"], chromedp.ByID),
-		chromedp.Submit("#login", chromedp.ByID),
-		chromedp.WaitVisible(`body[data-page="cluster"]`, chromedp.ByQuery),
-	)
+	b2.login(t, e.url, "alice")
 	var forms, hidden int
 	b2.run(t, "read alice's cluster page",
 		chromedp.Evaluate(`document.querySelectorAll('form[data-settings-form]').length`, &forms),

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -260,7 +261,7 @@ func (c *Controller) moveWaiting(ctx context.Context) error {
 	if len(movable) == 0 {
 		return nil
 	}
-	st, err := c.readTypes(ctx, slices.Sorted(mapKeys(types)))
+	st, err := c.readTypes(ctx, slices.Sorted(maps.Keys(types)))
 	if err != nil {
 		return err
 	}
@@ -284,16 +285,6 @@ func (c *Controller) moveWaiting(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func mapKeys(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // move takes a waiting job off its type's engine and puts it on another:

@@ -26,32 +26,11 @@ import (
 	"github.com/vodascheduler/voda/pkg/cluster/kube"
 )
 
-// dashJob is a job of the dashboard tests: on the API's GPU type, with a
-// Tiresias priority (1 starts it in queue 1).
+// dashJob is a job of the dashboard tests: the inputs tests' valid job
+// with its worker range and a Tiresias priority (1 starts it in queue 1).
 func dashJob(name string, minW, maxW, priority int) string {
-	return fmt.Sprintf(`apiVersion: vodascheduler.io/v1alpha1
-kind: TrainingJob
-metadata:
-  name: %s
-spec:
-  gpuType: %s
-  minWorkers: %d
-  maxWorkers: %d
-  requestedWorkers: %d
-  priority: %d
-  template:
-    mpiJob:
-      launcher:
-        spec:
-          containers:
-          - name: launcher
-            image: busybox
-      worker:
-        spec:
-          containers:
-          - name: worker
-            image: busybox
-`, name, testGPUType, minW, maxW, minW, priority)
+	return tj(name, "  minWorkers: 1\n  maxWorkers: 4\n  requestedWorkers: 2\n  epochs: 3\n",
+		fmt.Sprintf("  minWorkers: %d\n  maxWorkers: %d\n  requestedWorkers: %d\n  priority: %d\n", minW, maxW, minW, priority))
 }
 
 // browserSession is an HTTP client with a cookie jar that does not follow

@@ -93,12 +93,45 @@ func checkInvariants(in placement.Input, out placement.Output) error {
 	// make room in whole blocks (multigpu_test.go covers when).
 	if consistent(in, capacity) && !multiGPU(in) {
 		for _, id := range unchangedJobs(in, capacity) {
-			if !slices.Equal(in.Current[id], out.Placement[id]) {
-				errs = append(errs, fmt.Errorf("unchanged job %s moved: %v → %v", id, in.Current[id], out.Placement[id]))
+			if slices.Equal(in.Current[id], out.Placement[id]) {
+				continue
+			}
+			if err := madeRoom(in, out, id); err != nil {
+				errs = append(errs, fmt.Errorf("unchanged job %s moved: %v → %v: %w", id, in.Current[id], out.Placement[id], err))
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// madeRoom checks the two reasons an unchanged job of one-GPU workers may
+// move (compact.go): it lay on several nodes and now lies whole on one, or
+// it lay whole on one node, lies whole on one node again, and a larger job
+// now lies whole on its old node.
+func madeRoom(in placement.Input, out placement.Output, id api.JobID) error {
+	old, now := in.Current[id], out.Placement[id]
+	if !onOneNode(now) {
+		return errors.New("it moved, but not whole onto one node")
+	}
+	if !onOneNode(old) {
+		return nil // gathered
+	}
+	for other, nodes := range out.Placement {
+		if other != id && len(nodes)*gpusPerWorker(in, other) > len(old)*gpusPerWorker(in, id) &&
+			onOneNode(nodes) && nodes[0] == old[0] {
+			return nil
+		}
+	}
+	return errors.New("no larger job took its node whole")
+}
+
+func onOneNode(nodes []api.NodeName) bool {
+	for _, n := range nodes {
+		if n != nodes[0] {
+			return false
+		}
+	}
+	return len(nodes) > 0
 }
 
 // checkMoves recomputes Moves and RestartAll from the two placements, and

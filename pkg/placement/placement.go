@@ -93,6 +93,7 @@ func Place(in Input) (Output, error) {
 		// jobs that stay; repack every job in size order, still preferring
 		// its nodes.
 		s.unkeep()
+		s.repacked = true
 		rows, err = s.pack(true)
 	}
 	if err != nil {
@@ -100,6 +101,9 @@ func Place(in Input) (Output, error) {
 	}
 	if err := s.layOut(rows); err != nil {
 		return Output{}, fmt.Errorf("place: %w", err)
+	}
+	if !s.repacked {
+		s = s.compact(in)
 	}
 	return s.output(), nil
 }
@@ -112,6 +116,11 @@ type state struct {
 	caps  []int
 	free  []int // GPUs not yet promised to a job
 	jobs  []*job
+	// desc is caps sorted largest first, filled when first needed.
+	desc []int
+	// repacked says every job was packed anew (workers of several GPUs
+	// found no room otherwise).
+	repacked bool
 }
 
 // job is one job with a positive allocation.

@@ -144,15 +144,36 @@ func TestPlace(t *testing.T) {
 				"new":     names("a"),
 			}},
 		},
-		"an unchanged job stays even when a big new job must then span nodes": {
+		// Packing around "old" spreads "big" over two nodes; moving the
+		// two GPUs of "old" lets it sit on one.
+		"a small unchanged job moves so a big new job fits on one node": {
 			in: makeInput().node("n2", 2).node("n4", 4).node("n8", 8).
 				alloc("old", 2).at("old", "n8", "n8").
 				alloc("big", 8).alloc("mid", 4).obj(),
-			want: want{placement: api.Placement{
-				"old": names("n8", "n8"),
-				"big": names("n2", "n2", "n8", "n8", "n8", "n8", "n8", "n8"),
-				"mid": names("n4", "n4", "n4", "n4"),
-			}},
+			want: want{
+				placement: api.Placement{
+					"old": names("n2", "n2"),
+					"big": names("n8", "n8", "n8", "n8", "n8", "n8", "n8", "n8"),
+					"mid": names("n4", "n4", "n4", "n4"),
+				},
+				moves:      map[api.JobID][]api.WorkerMove{"old": {move(0, "n8", "n2"), move(1, "n8", "n2")}},
+				restartAll: map[api.JobID]bool{"old": true},
+			},
+		},
+		// Gathering "grow" on either node would take moving a job of three
+		// GPUs, larger than it: it stays spread and nothing else moves.
+		"no unchanged job moves for a smaller job": {
+			in: makeInput().node("a", 4).node("b", 4).
+				alloc("p", 3).at("p", "a", "a", "a").
+				alloc("q", 3).at("q", "b", "b", "b").
+				alloc("grow", 2).at("grow", "a").obj(),
+			want: want{
+				placement: api.Placement{
+					"p":    names("a", "a", "a"),
+					"q":    names("b", "b", "b"),
+					"grow": names("a", "b"),
+				},
+			},
 		},
 		"jobs without an allocation release their GPUs": {
 			in: makeInput().node("a", 4).

@@ -27,6 +27,8 @@ type Config struct {
 	// events (the Pollux artifact uses 60 s).
 	Interval time.Duration
 	Tiresias algorithm.TiresiasConfig
+	// HeSRPT holds HeSRPT's parameters; the zero value means its defaults.
+	HeSRPT algorithm.HeSRPTConfig
 	// GPUsPerWorker is the GPUs each worker holds, for jobs whose workload
 	// row does not say; 0 means 1. A job's rigid size is its GPUs rounded
 	// up to whole workers.
@@ -217,6 +219,7 @@ func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
 	ecfg := scheduler.DefaultConfig("sim", r.clock)
 	ecfg.Policy, ecfg.RateLimit = cfg.Policy, cfg.RateLimit
 	ecfg.Algorithm.Tiresias = cfg.Tiresias
+	ecfg.Algorithm.HeSRPT = cfg.HeSRPT
 	if cfg.Interval > 0 {
 		ecfg.RateLimit = 0
 	}

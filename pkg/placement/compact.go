@@ -1,0 +1,204 @@
+package placement
+
+import (
+	"cmp"
+	"slices"
+)
+
+// maxCompactions bounds the spread jobs one placement tries to gather.
+const maxCompactions = 8
+
+// eviction is one accepted compaction: the job (by index) sits whole on
+// node, and the unchanged jobs in evicted left that node for it.
+type eviction struct {
+	job, node int
+	evicted   []int
+}
+
+// compact gathers resized or new jobs that the packing spread over more
+// nodes than they need. For such a job it looks for the node where moving
+// the fewest GPUs of smaller unchanged jobs, each lying whole on that node,
+// makes room for the whole job; it places again with those jobs moved out
+// and keeps the result if the jobs then span fewer nodes in all. An
+// unchanged job moves only to make room for a larger job, and the GPUs
+// moved are fewer than the job they make room for.
+func (s *state) compact(in Input) *state {
+	ex := s.excess()
+	if ex == 0 {
+		return s
+	}
+	var spread []int
+	for i, j := range s.jobs {
+		if len(j.final) > s.need(j) {
+			spread = append(spread, i)
+		}
+	}
+	slices.SortFunc(spread, func(a, b int) int {
+		ja, jb := s.jobs[a], s.jobs[b]
+		if c := cmp.Compare(jb.want*jb.k, ja.want*ja.k); c != 0 {
+			return c
+		}
+		return cmp.Compare(ja.id, jb.id)
+	})
+	var done []eviction
+	best := s
+	for _, ji := range spread[:min(len(spread), maxCompactions)] {
+		ev, ok := s.evictionFor(ji, done)
+		if !ok {
+			continue
+		}
+		t, ok := evicted(in, append(done, ev))
+		if !ok {
+			continue
+		}
+		if tex := t.excess(); tex < ex {
+			best, ex = t, tex
+			done = append(done, ev)
+		}
+	}
+	return best
+}
+
+// evictionFor chooses the node for job ji that frees enough room for it by
+// moving the fewest GPUs of unchanged jobs lying whole on it, each smaller
+// than the job, together fewer GPUs than the job. Nodes taken by earlier
+// evictions are skipped; ties go to the lowest node index.
+func (s *state) evictionFor(ji int, done []eviction) (eviction, bool) {
+	j := s.jobs[ji]
+	g := j.want * j.k
+	taken := map[int]bool{}
+	moved := map[int]bool{}
+	for _, d := range done {
+		taken[d.node] = true
+		moved[d.job] = true
+		for _, e := range d.evicted {
+			moved[e] = true
+		}
+	}
+	// room is each node's capacity less its unchanged jobs' GPUs; whole
+	// lists the unchanged jobs that lie on one node only.
+	room := slices.Clone(s.caps)
+	whole := make([][]int, len(s.caps))
+	for i, o := range s.jobs {
+		if !o.kept || i == ji {
+			continue
+		}
+		for _, c := range o.final {
+			room[c.node] -= c.n * o.k
+		}
+		if len(o.final) == 1 && o.want*o.k < g && !moved[i] {
+			n := o.final[0].node
+			whole[n] = append(whole[n], i)
+		}
+	}
+	bestNode, bestCost := -1, g+1
+	var bestSet []int
+	for n := range s.caps {
+		if taken[n] || s.caps[n] < g || room[n] >= g {
+			continue
+		}
+		cands := whole[n]
+		slices.SortFunc(cands, func(a, b int) int {
+			ja, jb := s.jobs[a], s.jobs[b]
+			if c := cmp.Compare(ja.want*ja.k, jb.want*jb.k); c != 0 {
+				return c
+			}
+			return cmp.Compare(ja.id, jb.id)
+		})
+		free, cost := room[n], 0
+		var set []int
+		for _, o := range cands {
+			if free >= g || cost >= bestCost {
+				break
+			}
+			w := s.jobs[o].want * s.jobs[o].k
+			free += w
+			cost += w
+			set = append(set, o)
+		}
+		if free >= g && cost < bestCost {
+			bestNode, bestCost, bestSet = n, cost, set
+		}
+	}
+	if bestNode < 0 {
+		return eviction{}, false
+	}
+	return eviction{job: ji, node: bestNode, evicted: bestSet}, true
+}
+
+// evicted places again with the evictions applied: each evicted job is
+// packed anew with no preference for its old node, and each gathered job
+// prefers its chosen node.
+func evicted(in Input, evs []eviction) (*state, bool) {
+	t, err := newState(in)
+	if err != nil {
+		return nil, false
+	}
+	t.keepUnchanged()
+	for _, ev := range evs {
+		for _, e := range ev.evicted {
+			o := t.jobs[e]
+			if !o.kept {
+				return nil, false
+			}
+			for _, c := range o.final {
+				t.free[c.node] += c.n * o.k
+			}
+			o.kept, o.final, o.survivors = false, nil, nil
+		}
+	}
+	for _, ev := range evs {
+		j := t.jobs[ev.job]
+		if j.kept {
+			for _, c := range j.final {
+				t.free[c.node] += c.n * j.k
+			}
+			j.kept, j.final = false, nil
+		}
+		j.survivors = []nodeCount{{node: ev.node, n: j.want}}
+	}
+	rows, err := t.pack(false)
+	if err != nil {
+		return nil, false
+	}
+	if err := t.layOut(rows); err != nil {
+		return nil, false
+	}
+	for _, ev := range evs {
+		if len(t.jobs[ev.job].final) != 1 {
+			return nil, false
+		}
+		for _, e := range ev.evicted {
+			if len(t.jobs[e].final) != 1 {
+				return nil, false
+			}
+		}
+	}
+	return t, true
+}
+
+// need is the fewest nodes that could hold the job's workers.
+func (s *state) need(j *job) int {
+	if s.desc == nil {
+		s.desc = slices.Clone(s.caps)
+		slices.SortFunc(s.desc, func(a, b int) int { return cmp.Compare(b, a) })
+	}
+	n, g := 0, j.want*j.k
+	for _, c := range s.desc {
+		if g <= 0 {
+			break
+		}
+		g -= c / j.k * j.k
+		n++
+	}
+	return n
+}
+
+// excess counts the nodes jobs span beyond the fewest that could hold them.
+func (s *state) excess() int {
+	ex := 0
+	for _, j := range s.jobs {
+		ex += max(len(j.final)-s.need(j), 0)
+	}
+	return ex
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/simulator"
+)
+
+// gpuTypesCluster is Gavel's physical cluster: 8 V100, 16 P100, 24 K80.
+var gpuTypesCluster = []simulator.TypeNodes{{Name: "v100", Nodes: 2, GPUsPerNode: 4},
+	{Name: "p100", Nodes: 4, GPUsPerNode: 4}, {Name: "k80", Nodes: 6, GPUsPerNode: 4}}
+
+// gpuTypesSection is one workload's runs: every policy with every choice.
+type gpuTypesSection struct {
+	title string
+	runs  map[[2]string]simulator.HeteroResult // policy, choice
+}
+
+// runGPUTypes simulates Gavel's generated workloads at three rates and its
+// physical-cluster trace, every policy with every way of choosing a type.
+func runGPUTypes(gavel string) ([]gpuTypesSection, error) {
+	table, err := simulator.ReadGavelThroughputs(filepath.Join(gavel, "simulation_throughputs.json"))
+	if err != nil {
+		return nil, err
+	}
+	type wl struct {
+		title string
+		w     simulator.HeteroWorkload
+	}
+	var wls []wl
+	for _, rate := range []struct {
+		perHour float64
+		title   string
+	}{{0.5, "300 jobs at 0.5 jobs/hour"}, {1, "300 jobs at 1 job/hour"}, {1.5, "300 jobs at 1.5 jobs/hour"}} {
+		w, err := simulator.GenerateGavel(table, 300, rate.perHour, 1)
+		if err != nil {
+			return nil, err
+		}
+		wls = append(wls, wl{rate.title, w})
+	}
+	trace, err := simulator.ReadGavelTrace(filepath.Join(gavel, "traces", "physical_cluster", "max_min_fairness.trace"), table)
+	if err != nil {
+		return nil, err
+	}
+	wls = append(wls, wl{fmt.Sprintf("max_min_fairness.trace (%d jobs)", len(trace.Jobs)), trace})
+	var out []gpuTypesSection
+	for _, w := range wls {
+		sec := gpuTypesSection{title: w.title, runs: map[[2]string]simulator.HeteroResult{}}
+		for _, p := range algorithm.Names() {
+			for _, c := range simulator.Choices {
+				cfg := simulator.HeteroConfig{Policy: p, Types: gpuTypesCluster, RestartDelay: 30 * time.Second,
+					RateLimit: 30 * time.Second, Tiresias: algorithm.DefaultTiresias(), Choice: c, Seed: 1}
+				r, err := simulator.RunHetero(cfg, w.w, table)
+				if err != nil {
+					return nil, fmt.Errorf("%s, %s, %s: %w", w.title, p, c, err)
+				}
+				sec.runs[[2]string{p, c}] = r
+			}
+		}
+		out = append(out, sec)
+	}
+	return out, nil
+}
+
+// writeGPUTypes writes the section on several GPU types.
+func writeGPUTypes(w io.Writer, secs []gpuTypesSection) {
+	fmt.Fprint(w, `## Several GPU types (Gavel throughputs)
+
+A cluster like Gavel's physical one (8 V100, 16 P100, 24 K80; here
+`+"`v100=2x4,p100=4x4,k80=6x4`"+`), each job running at Gavel's measured steps/s
+for its model on each type (`+"`simulation_throughputs.json`"+`, made monotone in
+GPUs and filled in between the measured 1, 2, 4, 8), one engine per type
+with the same policy, 30 s restart delay, 30 s rate limit, oracle
+information. Three ways of giving jobs a type (`+"`--type-choice`"+`): **random**
+(each job pinned to a type drawn among those it runs on, as users guessing
+would), **fastest** (pinned to the type where its scale factor runs fastest)
+and **Voda** (`+"`pkg/typechoice`"+`, as the controller runs it: each job goes to
+the type where it is estimated to be done first, given the work ahead of it
+in that type's policy order, and a waiting job moves when another type
+would be done with it a fifth sooner, at most once per 10 minutes; a job
+holding GPUs keeps its type; see docs/simulator.md). Workloads: Gavel's
+generator (uniform job types, Philly-like scale factors, 80% of durations
+between 32 minutes and 17 hours on a V100, the rest up to 167 hours) with 300
+jobs at 0.5, 1 and 1.5 jobs per hour (seed 1), and Gavel's physical-cluster
+trace `+"`max_min_fairness.trace`"+`. Reproduce one with
+
+`+"```sh"+`
+voda simulate --gpu-types v100=2x4,p100=4x4,k80=6x4 --gavel ../shared/traces/gavel --jobs 300 --jobs-per-hour 1
+voda simulate --gpu-types v100=2x4,p100=4x4,k80=6x4 --gavel ../shared/traces/gavel \
+    --workload ../shared/traces/gavel/traces/physical_cluster/max_min_fairness.trace
+`+"```"+`
+
+`)
+	var lines []string
+	for _, sec := range secs {
+		fmt.Fprintf(w, "### %s\n\n", sec.title)
+		fmt.Fprintln(w, "| Policy | avg JCT random | fastest | Voda | Voda vs better pinned | p99 JCT random / fastest / Voda | makespan random / fastest / Voda | moves per job (Voda) |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+		var gains []float64
+		var worseTail []string
+		for _, p := range algorithm.Names() {
+			r, f, v := sec.runs[[2]string{p, simulator.ChoiceRandom}], sec.runs[[2]string{p, simulator.ChoiceFastest}], sec.runs[[2]string{p, simulator.ChoiceVoda}]
+			pinned := min(r.MeanJCT(), f.MeanJCT())
+			gain := 100 * (v.MeanJCT()/pinned - 1)
+			gains = append(gains, gain)
+			if v.P99JCT() > min(r.P99JCT(), f.P99JCT()) {
+				worseTail = append(worseTail, p)
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | **%s** | %+.1f%% | %s / %s / %s | %s / %s / %s | %.2f |\n", p,
+				hours(r.MeanJCT()), hours(f.MeanJCT()), hours(v.MeanJCT()), gain,
+				hours(r.P99JCT()), hours(f.P99JCT()), hours(v.P99JCT()),
+				hours(r.Makespan), hours(f.Makespan), hours(v.Makespan), v.MovesPerJob())
+		}
+		fmt.Fprintln(w)
+		slices.Sort(gains)
+		line := fmt.Sprintf("%s: Voda's choice against the better pinned choice, average JCT %+.1f%% to %+.1f%%", sec.title, gains[0], gains[len(gains)-1])
+		if len(worseTail) > 0 {
+			line += "; p99 JCT worse than the better pinned choice's for " + strings.Join(worseTail, ", ")
+		} else {
+			line += "; p99 JCT never worse than the better pinned choice's"
+		}
+		lines = append(lines, line+".")
+	}
+	fmt.Fprintln(w, "Computed from the tables:")
+	fmt.Fprintln(w)
+	for _, l := range lines {
+		fmt.Fprintln(w, "- "+l)
+	}
+	fmt.Fprintln(w)
+}

@@ -15,13 +15,14 @@ type eviction struct {
 	evicted   []int
 }
 
-// compact gathers resized or new jobs that the packing spread over more
-// nodes than they need. For such a job it looks for the node where moving
-// the fewest GPUs of smaller unchanged jobs, each lying whole on that node,
-// makes room for the whole job; it places again with those jobs moved out
-// and keeps the result if the jobs then span fewer nodes in all. An
-// unchanged job moves only to make room for a larger job, and the GPUs
-// moved are fewer than the job they make room for.
+// compact gathers jobs spread over more nodes than they need: resized or
+// new jobs the packing spread, and unchanged jobs that were spread before.
+// For such a job it looks for the node where moving the fewest GPUs of
+// smaller unchanged jobs, each lying whole on that node, makes room for the
+// whole job; it places again with those jobs moved out and keeps the result
+// if the jobs then span fewer nodes in all. An unchanged job moves only to
+// make room for a larger job or to be gathered itself, and the GPUs moved
+// are no more than the job they make room for.
 func (s *state) compact(in Input) *state {
 	ex := s.excess()
 	if ex == 0 {
@@ -61,7 +62,7 @@ func (s *state) compact(in Input) *state {
 
 // evictionFor chooses the node for job ji that frees enough room for it by
 // moving the fewest GPUs of unchanged jobs lying whole on it, each smaller
-// than the job, together fewer GPUs than the job. Nodes taken by earlier
+// than the job, together no more GPUs than the job. Nodes taken by earlier
 // evictions are skipped; ties go to the lowest node index.
 func (s *state) evictionFor(ji int, done []eviction) (eviction, bool) {
 	j := s.jobs[ji]
@@ -141,20 +142,18 @@ func evicted(in Input, evs []eviction) (*state, bool) {
 			if !o.kept {
 				return nil, false
 			}
-			for _, c := range o.final {
-				t.free[c.node] += c.n * o.k
-			}
-			o.kept, o.final, o.survivors = false, nil, nil
+			t.release(o)
+			o.survivors = nil
 		}
 	}
 	for _, ev := range evs {
 		j := t.jobs[ev.job]
 		if j.kept {
-			for _, c := range j.final {
-				t.free[c.node] += c.n * j.k
-			}
-			j.kept, j.final = false, nil
+			t.release(j)
 		}
+		// A pseudo-survivor on the chosen node makes it the job's home for
+		// the packing and the matching; moves are still reported against
+		// its real old nodes.
 		j.survivors = []nodeCount{{node: ev.node, n: j.want}}
 	}
 	rows, err := t.pack(false)
@@ -201,4 +200,13 @@ func (s *state) excess() int {
 		ex += max(len(j.final)-s.need(j), 0)
 	}
 	return ex
+}
+
+// release undoes keepUnchanged for one kept job: its GPUs are free again
+// and the next pack places it.
+func (s *state) release(j *job) {
+	for _, c := range j.final {
+		s.free[c.node] += c.n * j.k
+	}
+	j.kept, j.final = false, nil
 }

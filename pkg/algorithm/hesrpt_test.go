@@ -72,6 +72,15 @@ func TestHeSRPT(t *testing.T) {
 					SpeedupTable(1, 1.9, 2.7, 3.4, 3.41, 3.42, 3.44, 3.45)),
 			want: api.Allocation{"flat": 8},
 		},
+		// Unknown remaining work counts as the mean of the known, 50.5 h:
+		// ahead of the 100 h job, behind the 1 h one.
+		"a job of unknown length weighs as a typical job": {
+			snap: Snapshot(8,
+				MakeJob("short").Workers(4, 4).Remaining(h1),
+				MakeJob("long").Workers(4, 4).Remaining(100*h1),
+				MakeJob("unknown").Workers(4, 4)),
+			want: api.Allocation{"short": 4, "unknown": 4, "long": 0},
+		},
 		"a job whose minimum does not fit waits with the reason": {
 			snap: Snapshot(4,
 				MakeJob("a").Workers(2, 4).Running(4).Remaining(h1),

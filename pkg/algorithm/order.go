@@ -32,10 +32,10 @@ func ServiceOrder(p Policy, s *Snapshot) []int {
 		return idx
 	case HeSRPT:
 		cfg := p.Config.sane()
-		unknown := unknownWork(s.Jobs)
+		unknown, kmin := unknownWork(s.Jobs), smallestWorker(s.Jobs)
 		w := make([]float64, len(s.Jobs))
 		for i := range s.Jobs {
-			wk, perGPU := cfg.weight(&s.Jobs[i], s.Now, unknown)
+			wk, perGPU := cfg.weight(&s.Jobs[i], s.Now, unknown, kmin)
 			w[i] = wk * perGPU
 		}
 		return order(s.Jobs, func(x, y int) int { return cmp.Compare(w[y], w[x]) })

@@ -14,8 +14,14 @@
 // from the job's category, else from a conservative default, and only T1
 // is fitted; at two counts, s is fitted too; at three or more, s and c.
 //
-// Per category (jobs alike, e.g. the same model), the fitted T1, s and c of
-// finished jobs are averaged and start every new job of the category.
+// Per category (jobs alike, e.g. the same model and batch size), the
+// fitted T1, s and c of finished jobs are averaged and start every new job
+// of the category, and so is each measured T(n)/T1, the category's curve:
+// a smooth model cannot follow a curve that drops where a job starts to
+// span nodes, and a job of a category that ran at a size before need not
+// find the drop again. T1 is anchored on what was measured: the time at
+// one worker when the job ran there, else the category's curve at the
+// counts it ran at, else the model's fit.
 //
 // The original Voda's estimator divided by the time of a one-worker run
 // that may never have happened, filled unobserved counts with linear
@@ -27,6 +33,7 @@
 package estimator
 
 import (
+	"maps"
 	"math"
 	"slices"
 )
@@ -77,6 +84,16 @@ type Fit struct {
 	// Measured are the mean times per unit at each observed worker count,
 	// by count, ascending.
 	Measured []Point
+	// Curve is the category's mean T(n)/T1 at each count its finished
+	// jobs ran at, by count, ascending.
+	Curve []Factor
+}
+
+// Factor is a category's mean time of a unit of work at N workers
+// relative to one worker, T(N)/T1.
+type Factor struct {
+	N      int
+	Factor float64
 }
 
 // Point is the mean time of a unit of work at N workers.
@@ -86,28 +103,38 @@ type Point struct {
 }
 
 // Speedup is the fit's speedup curve: measured where the job was observed,
-// and elsewhere the model's, scaled by how far the measurement at the
-// nearest smaller observed count fell below the model (never raised), so a
-// drop the model cannot shape (a job crossing a node boundary) carries to
-// the larger counts.
+// else the category's curve where its jobs were, and elsewhere the
+// model's, scaled by how far the known speedup at the nearest smaller
+// count fell below the model (never raised), so a drop the model cannot
+// shape (a job crossing a node boundary) carries to the larger counts.
 func (f Fit) Speedup(n int) float64 {
 	if n <= 0 {
 		return 0
 	}
+	if s, ok := f.known(n); ok {
+		return s
+	}
 	model := f.Shape.Speedup(n)
-	if !f.Known() || len(f.Measured) == 0 {
-		return model
+	for m := n - 1; m >= 1; m-- {
+		if s, ok := f.known(m); ok {
+			return model * min(s/f.Shape.Speedup(m), 1)
+		}
 	}
-	i, exact := slices.BinarySearchFunc(f.Measured, n, func(p Point, n int) int { return p.N - n })
-	if exact {
-		return f.OneWorker / f.Measured[i].Seconds
+	return model
+}
+
+// known returns the speedup at n workers if the job or its category
+// measured it.
+func (f Fit) known(n int) (float64, bool) {
+	if f.Known() {
+		if i, ok := slices.BinarySearchFunc(f.Measured, n, func(p Point, n int) int { return p.N - n }); ok {
+			return f.OneWorker / f.Measured[i].Seconds, true
+		}
 	}
-	if i == 0 {
-		return model
+	if i, ok := slices.BinarySearchFunc(f.Curve, n, func(p Factor, n int) int { return p.N - n }); ok {
+		return 1 / f.Curve[i].Factor, true
 	}
-	p := f.Measured[i-1]
-	ratio := f.OneWorker / p.Seconds / f.Shape.Speedup(p.N)
-	return model * min(ratio, 1)
+	return 0, false
 }
 
 // Known reports whether the fit can estimate times.
@@ -132,12 +159,16 @@ type job struct {
 	perCount map[int][2]float64
 	fit      Fit
 	stale    bool
+	// seen is the category's version the fit was made with.
+	seen int
 }
 
 // history is a category's merged fits.
 type history struct {
 	oneWorker, serial, comm float64
 	jobs                    int
+	// curve[n] = (sum of T(n)/T1, jobs that ran at n)
+	curve map[int][2]float64
 }
 
 // History is a category's history as it is saved: the mean fit of its
@@ -147,27 +178,49 @@ type History struct {
 	Serial    float64 `json:"serial"`
 	Comm      float64 `json:"comm"`
 	Jobs      int     `json:"jobs"`
+	// Curve is the mean T(n)/T1 at each count the jobs ran at.
+	Curve []CurvePoint `json:"curve,omitempty"`
+}
+
+// CurvePoint is a category's mean T(n)/T1 at Workers workers, over Jobs
+// jobs.
+type CurvePoint struct {
+	Workers int     `json:"workers"`
+	Factor  float64 `json:"factor"`
+	Jobs    int     `json:"jobs"`
 }
 
 // Histories returns every category's history, to be saved.
 func (e *Estimator) Histories() map[string]History {
 	out := make(map[string]History, len(e.categories))
 	for c, h := range e.categories {
-		out[c] = History{OneWorker: h.oneWorker, Serial: h.serial, Comm: h.comm, Jobs: h.jobs}
+		hs := History{OneWorker: h.oneWorker, Serial: h.serial, Comm: h.comm, Jobs: h.jobs}
+		for _, n := range slices.Sorted(maps.Keys(h.curve)) {
+			acc := h.curve[n]
+			hs.Curve = append(hs.Curve, CurvePoint{Workers: n, Factor: acc[0] / acc[1], Jobs: int(acc[1])})
+		}
+		out[c] = hs
 	}
 	return out
 }
 
 // SetHistories replaces the categories' histories with saved ones; entries
 // that do not make sense (no jobs, a non-positive time, a shape outside the
-// model's range) are dropped.
+// model's range) are dropped, and so are curve points that do not (a
+// count below 1, no jobs, a factor that is not positive and finite).
 func (e *Estimator) SetHistories(hs map[string]History) {
 	clear(e.categories)
 	for c, h := range hs {
 		if h.Jobs < 1 || !(h.OneWorker > 0) || math.IsInf(h.OneWorker, 0) || !(h.Serial >= 0 && h.Serial < 1) || !(h.Comm >= 0 && h.Comm <= 1) {
 			continue
 		}
-		e.categories[c] = &history{oneWorker: h.OneWorker, serial: h.Serial, comm: h.Comm, jobs: h.Jobs}
+		kept := &history{oneWorker: h.OneWorker, serial: h.Serial, comm: h.Comm, jobs: h.Jobs, curve: map[int][2]float64{}}
+		for _, p := range h.Curve {
+			if p.Workers >= 1 && p.Jobs >= 1 && p.Factor > 0 && !math.IsInf(p.Factor, 0) {
+				kept.curve[p.Workers] = [2]float64{p.Factor * float64(p.Jobs), float64(p.Jobs)}
+			}
+		}
+		e.categories[c] = kept
 	}
 	for _, j := range e.jobs {
 		j.stale = true
@@ -178,6 +231,9 @@ func (e *Estimator) SetHistories(hs map[string]History) {
 type Estimator struct {
 	jobs       map[string]*job
 	categories map[string]*history
+	// versions counts the changes to each category's history, so that
+	// fits made before one are made again.
+	versions map[string]int
 	// Default is the shape without history; the zero value means
 	// DefaultShape.
 	Default Shape
@@ -185,7 +241,7 @@ type Estimator struct {
 
 // New returns an empty estimator.
 func New() *Estimator {
-	return &Estimator{jobs: map[string]*job{}, categories: map[string]*history{}}
+	return &Estimator{jobs: map[string]*job{}, categories: map[string]*history{}, versions: map[string]int{}}
 }
 
 func (e *Estimator) defaultShape() Shape {
@@ -237,19 +293,25 @@ func (e *Estimator) Replace(id, category string, obs []Observation) {
 // category's history and the default, in that order.
 func (e *Estimator) Estimate(id, category string) Fit {
 	j := e.job(id, category)
-	if j.stale {
-		j.fit = e.fit(j)
-		j.stale = false
+	if v := e.versions[j.category]; j.stale || j.seen != v {
+		j.fit, _ = e.fit(j)
+		j.stale, j.seen = false, v
 	}
 	return j.fit
 }
 
 // prior is the category's history, or the default shape with T1 unknown.
 func (e *Estimator) prior(category string) Fit {
-	if h, ok := e.categories[category]; ok && h.jobs > 0 {
-		return Fit{OneWorker: h.oneWorker, Shape: Shape{Serial: h.serial, Comm: h.comm}}
+	h, ok := e.categories[category]
+	if !ok || h.jobs == 0 {
+		return Fit{Shape: e.defaultShape()}
 	}
-	return Fit{Shape: e.defaultShape()}
+	f := Fit{OneWorker: h.oneWorker, Shape: Shape{Serial: h.serial, Comm: h.comm}}
+	for _, n := range slices.Sorted(maps.Keys(h.curve)) {
+		acc := h.curve[n]
+		f.Curve = append(f.Curve, Factor{N: n, Factor: acc[0] / acc[1]})
+	}
+	return f
 }
 
 // point is the mean time at one worker count.
@@ -259,25 +321,36 @@ type point struct {
 	weight  float64
 }
 
-func (e *Estimator) fit(j *job) Fit {
+// fit is the job's fit, and whether its T1 rests on measurements (at one
+// worker, or on the category's curve) rather than on the model alone.
+func (e *Estimator) fit(j *job) (Fit, bool) {
 	prior := e.prior(j.category)
 	var pts []point
 	for n, acc := range j.perCount {
 		pts = append(pts, point{n: n, seconds: acc[0] / acc[1], weight: acc[1]})
+	}
+	if len(pts) == 0 {
+		return prior, false
 	}
 	slices.SortFunc(pts, func(a, b point) int { return a.n - b.n })
 	measured := make([]Point, len(pts))
 	for i, p := range pts {
 		measured[i] = Point{N: p.n, Seconds: p.seconds}
 	}
-	switch len(pts) {
-	case 0:
-		return prior
-	case 1:
-		return Fit{OneWorker: oneWorker(pts, prior.Shape), Shape: prior.Shape, Counts: 1, Measured: measured}
+	shape := prior.Shape
+	if len(pts) >= 2 {
+		shape = fitShape(pts, prior.Shape)
 	}
-	best, bestErr := prior.Shape, math.Inf(1)
-	comms := []float64{prior.Shape.Comm}
+	t1, anchored := anchor(pts, shape, prior.Curve)
+	return Fit{OneWorker: t1, Shape: shape, Counts: len(pts), Measured: measured, Curve: prior.Curve}, anchored
+}
+
+// fitShape is the shape that best fits two or more points: the serial
+// fraction with the prior's communication cost at two counts, both at
+// three or more.
+func fitShape(pts []point, prior Shape) Shape {
+	best, bestErr := prior, math.Inf(1)
+	comms := []float64{prior.Comm}
 	if len(pts) >= 3 {
 		comms = comms[:0]
 		for c := 0.0; c <= 0.1+1e-9; c += 0.0025 {
@@ -287,7 +360,7 @@ func (e *Estimator) fit(j *job) Fit {
 	for _, c := range comms {
 		for s := 0.0; s <= 0.95+1e-9; s += 0.005 {
 			sh := Shape{Serial: s, Comm: c}
-			t1 := oneWorker(pts, sh)
+			t1 := oneWorker(pts, sh.factor)
 			var err float64
 			for _, p := range pts {
 				// Relative error, so that slow and fast counts weigh alike.
@@ -299,15 +372,37 @@ func (e *Estimator) fit(j *job) Fit {
 			}
 		}
 	}
-	return Fit{OneWorker: oneWorker(pts, best), Shape: best, Counts: len(pts), Measured: measured}
+	return best
 }
 
-// oneWorker is the T1 that best fits the points under a shape, in the
-// least-squares sense of relative errors.
-func oneWorker(pts []point, sh Shape) float64 {
+// anchor is T1 from the points: the time measured at one worker if there
+// is one, else the best fit to the category's curve at the counts it
+// knows, else to the shape; and whether it was one of the first two.
+func anchor(pts []point, shape Shape, curve []Factor) (float64, bool) {
+	if pts[0].n == 1 {
+		return pts[0].seconds, true
+	}
+	var onCurve []point
+	for _, p := range pts {
+		if _, ok := slices.BinarySearchFunc(curve, p.n, func(f Factor, n int) int { return f.N - n }); ok {
+			onCurve = append(onCurve, p)
+		}
+	}
+	if len(onCurve) > 0 {
+		return oneWorker(onCurve, func(n int) float64 {
+			i, _ := slices.BinarySearchFunc(curve, n, func(f Factor, n int) int { return f.N - n })
+			return curve[i].Factor
+		}), true
+	}
+	return oneWorker(pts, shape.factor), false
+}
+
+// oneWorker is the T1 that best fits the points when T(n) = T1·factor(n),
+// in the least-squares sense of relative errors.
+func oneWorker(pts []point, factor func(int) float64) float64 {
 	var num, den float64
 	for _, p := range pts {
-		r := sh.factor(p.n) / p.seconds // predicted / observed, per unit T1
+		r := factor(p.n) / p.seconds // predicted / observed, per unit T1
 		num += p.weight * r
 		den += p.weight * r * r
 	}
@@ -328,7 +423,7 @@ func (e *Estimator) Finish(id string) {
 	if len(j.perCount) == 0 {
 		return
 	}
-	f := e.fit(j)
+	f, anchored := e.fit(j)
 	h := e.categories[j.category]
 	if h == nil {
 		h = &history{}
@@ -339,6 +434,19 @@ func (e *Estimator) Finish(id string) {
 	h.serial = (h.serial*k + f.Shape.Serial) / (k + 1)
 	h.comm = (h.comm*k + f.Shape.Comm) / (k + 1)
 	h.jobs++
+	if h.curve == nil {
+		h.curve = map[int][2]float64{}
+	}
+	// Times relative to a T1 the model guessed would teach the category
+	// the model's error.
+	for _, p := range f.Measured {
+		if !anchored {
+			break
+		}
+		acc := h.curve[p.N]
+		h.curve[p.N] = [2]float64{acc[0] + p.Seconds/f.OneWorker, acc[1] + 1}
+	}
+	e.versions[j.category]++
 }
 
 // Forget drops a job without learning from it (deleted, failed).

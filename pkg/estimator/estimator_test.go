@@ -179,3 +179,95 @@ func TestSpeedupFollowsTheMeasurementsAndCarriesADrop(t *testing.T) {
 		t.Errorf("S(0) = %v, want 0", got)
 	}
 }
+
+// A job that waits, never having run, takes up its category's history as
+// soon as another job of the category finishes.
+func TestAWaitingJobLearnsFromAJobThatFinishesLater(t *testing.T) {
+	e := estimator.New()
+	if f := e.Estimate("waiting", "gpt"); f.Known() {
+		t.Fatalf("nothing known yet, got %+v", f)
+	}
+	for _, n := range []int{1, 2, 4} {
+		e.Observe("a", "gpt", estimator.Observation{Workers: n, Seconds: truth.Seconds(n)})
+	}
+	e.Finish("a")
+	if f := e.Estimate("waiting", "gpt"); !f.Known() || !near(f.OneWorker, 2, 0.02) {
+		t.Errorf("after a job of its category finished, the waiting job's fit is %+v, want T1 2", f)
+	}
+}
+
+// A job that ran at one worker has its T1 measured, whatever the model's
+// fit of its other counts says.
+func TestTheTimeAtOneWorkerIsT1(t *testing.T) {
+	e := estimator.New()
+	seconds := map[int]float64{1: 3, 2: 1.6, 4: 1.0, 8: 1.9} // a drop across nodes
+	for n, s := range seconds {
+		e.Observe("y", "yolov3", estimator.Observation{Workers: n, Seconds: s})
+	}
+	f := e.Estimate("y", "yolov3")
+	if f.OneWorker != 3 {
+		t.Errorf("T1 = %v, want the measured 3", f.OneWorker)
+	}
+	if got := f.Remaining(10); got != 30 {
+		t.Errorf("remaining time of 10 units = %v, want 30", got)
+	}
+}
+
+// The category's curve carries what one job measured to the next: a new
+// job seen only at 4 workers gets the drop at 8 its category measured (the
+// model alone would predict a gain), and its T1 from the curve.
+func TestTheCategoryCurveCarriesADropToTheNextJob(t *testing.T) {
+	e := estimator.New()
+	speedup := map[int]float64{1: 1, 2: 1.95, 4: 2.94, 8: 1.58}
+	for n, s := range speedup {
+		e.Observe("first", "yolov3", estimator.Observation{Workers: n, Seconds: 2 / s})
+	}
+	e.Finish("first")
+	h := e.Histories()["yolov3"]
+	if len(h.Curve) != 4 || h.Curve[3].Workers != 8 || !near(h.Curve[3].Factor, 1/1.58, 1e-9) || h.Curve[3].Jobs != 1 {
+		t.Fatalf("category curve %+v, want T(n)/T1 at 1, 2, 4 and 8", h.Curve)
+	}
+	// The next job runs twice as slowly per unit (another dataset) and
+	// has reported only at 4 workers.
+	e.Observe("next", "yolov3", estimator.Observation{Workers: 4, Seconds: 4 / 2.94})
+	f := e.Estimate("next", "yolov3")
+	if !near(f.OneWorker, 4, 1e-9) {
+		t.Errorf("T1 = %.3f, want 4 from the category's curve at 4 workers", f.OneWorker)
+	}
+	if got := f.Speedup(8); !near(got, 1.58, 1e-9) {
+		t.Errorf("S(8) = %.3f, want the category's 1.58 (the model says %.2f)", got, f.Shape.Speedup(8))
+	}
+	if got := f.Speedup(16); got >= 2.94 {
+		t.Errorf("S(16) = %.2f: above what one node measured, after the category's drop", got)
+	}
+}
+
+// A job whose T1 only the model guessed (it never ran at one worker and
+// its category has no curve there) does not teach the category a curve:
+// its times relative to that T1 would carry the model's error.
+func TestAGuessedT1TeachesNoCurve(t *testing.T) {
+	e := estimator.New()
+	for _, n := range []int{4, 8} {
+		e.Observe("a", "bert", estimator.Observation{Workers: n, Seconds: truth.Seconds(n)})
+	}
+	e.Finish("a")
+	h := e.Histories()["bert"]
+	if h.Jobs != 1 || len(h.Curve) != 0 {
+		t.Errorf("history %+v, want the job counted and no curve", h)
+	}
+}
+
+func TestSavedCurvesAreCheckedOnLoad(t *testing.T) {
+	e := estimator.New()
+	e.SetHistories(map[string]estimator.History{"gpt": {OneWorker: 2, Serial: 0.1, Jobs: 2, Curve: []estimator.CurvePoint{
+		{Workers: 1, Factor: 1, Jobs: 2}, {Workers: 4, Factor: 0.3, Jobs: 2},
+		{Workers: 0, Factor: 1, Jobs: 1}, {Workers: 8, Factor: -1, Jobs: 1}, {Workers: 16, Factor: math.Inf(1), Jobs: 1}, {Workers: 32, Factor: 0.1, Jobs: 0},
+	}}})
+	h := e.Histories()["gpt"]
+	if len(h.Curve) != 2 || h.Curve[1] != (estimator.CurvePoint{Workers: 4, Factor: 0.3, Jobs: 2}) {
+		t.Errorf("loaded curve %+v, want the two sound points", h.Curve)
+	}
+	if got := e.Estimate("b", "gpt").Speedup(4); !near(got, 1/0.3, 1e-9) {
+		t.Errorf("S(4) of a new job = %.3f, want the loaded 3.33", got)
+	}
+}

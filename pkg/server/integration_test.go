@@ -1036,10 +1036,22 @@ func testMetricsDir(t *testing.T, e *apiEnv) {
 }
 
 // testCategoryHistory: a completed job's curve is saved for its category,
-// and a new job of the category is estimated before it reports.
+// a new job of the category is estimated before it reports, and so is one
+// that was already there, not yet reporting, when the first completed.
 func testCategoryHistory(t *testing.T, e *apiEnv) {
 	ctx := context.Background()
 	alice := e.client(t, "alice")
+	if _, err := alice.CreateJob(ctx, []byte(tj("bert-early", "epochs: 3", "epochs: 10\n  category: bert"))); err != nil {
+		t.Fatal(err)
+	}
+	defer alice.DeleteJob(ctx, "bert-early")
+	eventually(t, 30*time.Second, "bert-early is admitted, its length unknown", func() (bool, error) {
+		j, err := alice.GetJob(ctx, "bert-early")
+		if err != nil {
+			return false, err
+		}
+		return j.Status.Phase != "" && j.Status.RemainingSeconds == nil, fmt.Errorf("phase %q, remaining %v", j.Status.Phase, j.Status.RemainingSeconds)
+	})
 	first := tj("bert-a", "epochs: 3", "epochs: 10\n  category: bert",
 		"          - name: launcher\n", "          - name: launcher\n")
 	// The launcher ends 4 s after it starts: the job completes.
@@ -1066,14 +1078,16 @@ func testCategoryHistory(t *testing.T, e *apiEnv) {
 	}
 	defer alice.DeleteJob(ctx, "bert-b")
 	want := 10 * 40 / (0.05 + 0.95/4 + 0.005*3)
-	eventually(t, 30*time.Second, "bert-b is estimated from bert-a", func() (bool, error) {
-		j, err := alice.GetJob(ctx, "bert-b")
-		if err != nil || j.Status.RemainingSeconds == nil {
-			return false, err
-		}
-		got := float64(*j.Status.RemainingSeconds)
-		return got > 0.99*want && got < 1.01*want && j.Status.Progress == nil, fmt.Errorf("remaining %v s, want ≈%.0f", got, want)
-	})
+	for _, name := range []string{"bert-b", "bert-early"} {
+		eventually(t, 30*time.Second, name+" is estimated from bert-a", func() (bool, error) {
+			j, err := alice.GetJob(ctx, name)
+			if err != nil || j.Status.RemainingSeconds == nil {
+				return false, err
+			}
+			got := float64(*j.Status.RemainingSeconds)
+			return got > 0.99*want && got < 1.01*want && j.Status.Progress == nil, fmt.Errorf("remaining %v s, want ≈%.0f", got, want)
+		})
+	}
 }
 
 // progressEnv waits for a job's MPIJob and returns the progress URL and

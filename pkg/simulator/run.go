@@ -176,6 +176,13 @@ type jobInfo struct {
 	speedup   algorithm.Speedup
 }
 
+// category is the estimator's category of a job: jobs of one model at one
+// batch size take the same time per step, so they share history (as a
+// user would give one category to the runs of one training setup).
+func (ji *jobInfo) category() string {
+	return fmt.Sprintf("%s/%d", ji.Model, ji.Batch)
+}
+
 // Run simulates one workload under cfg.
 func Run(cfg Config, w Workload, cat Catalog) (Result, error) {
 	if err := cfg.Validate(); err != nil {
@@ -400,7 +407,7 @@ func (r *run) arrive(t time.Time) error {
 		ev := scheduler.JobSubmitted{ID: api.JobID(j.Name), Spec: ji.spec,
 			Remaining: ji.steps * ji.oneWorker, Speedup: ji.speedup}
 		if r.est != nil {
-			fit := r.est.Estimate(j.Name, j.Model)
+			fit := r.est.Estimate(j.Name, ji.category())
 			ev.Remaining, ev.Speedup = fit.Remaining(ji.steps), speedupOf(fit)
 		}
 		if err := r.engine.Step(ev); err != nil {
@@ -462,14 +469,14 @@ func (r *run) estimate(t time.Time) error {
 		ji := r.live[id]
 		if r.cluster.Productive(id, t) {
 			n, _ := r.cluster.Workers(id)
-			r.est.Observe(ji.Name, ji.Model, estimator.Observation{Workers: n, Seconds: r.cluster.StepSeconds(id)})
+			r.est.Observe(ji.Name, ji.category(), estimator.Observation{Workers: n, Seconds: r.cluster.StepSeconds(id)})
 			r.reports[id]++
-			fit := r.est.Estimate(ji.Name, ji.Model)
+			fit := r.est.Estimate(ji.Name, ji.category())
 			if slices.Contains(EstimateCheckpoints, r.reports[id]) && fit.Known() {
 				r.estErr[r.reports[id]] = append(r.estErr[r.reports[id]], math.Abs(fit.OneWorker-ji.oneWorker)/ji.oneWorker)
 			}
 		}
-		fit := r.est.Estimate(ji.Name, ji.Model)
+		fit := r.est.Estimate(ji.Name, ji.category())
 		rem := fit.Remaining(r.cluster.Remaining(id, t))
 		if rem >= 0 {
 			rem = max(rem, 1e-9)

@@ -258,6 +258,11 @@ func (e *engine) finish(ctx context.Context, id api.JobID, failed bool, msg stri
 		e.c.finished(ctx, id, !failed)
 		e.jobGone(id)
 		j, _ := en.Job(id)
+		if !failed {
+			if err := e.relearn(en, j); err != nil {
+				return err
+			}
+		}
 		if m := e.c.opts.Metrics; m != nil {
 			m.Finished(e.gpuType, j, j.Phase, time.Now())
 		}

@@ -40,10 +40,16 @@ func (c *Controller) progressEnv(tj *v1alpha1.TrainingJob) []corev1.EnvVar {
 
 // category is the history a job shares: its spec's category, else its own.
 func category(tj *v1alpha1.TrainingJob) string {
-	if tj.Spec.Category != "" {
-		return tj.Namespace + "/" + tj.Spec.Category
+	return categoryOf(jobID(client.ObjectKeyFromObject(tj)), tj.Spec.Category)
+}
+
+// categoryOf is category for a job known by its ID and spec category.
+func categoryOf(id api.JobID, specCategory string) string {
+	key := jobKey(id)
+	if specCategory != "" {
+		return key.Namespace + "/" + specCategory
 	}
-	return tj.Namespace + "/" + tj.Name
+	return key.Namespace + "/" + key.Name
 }
 
 // learn feeds a job's progress reports, as its status sums them up, to the
@@ -95,13 +101,48 @@ func (e *engine) learn(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 // epochs, and speedup), else unknown and the default curve.
 func (c *Controller) prior(tj *v1alpha1.TrainingJob) (float64, algorithm.Speedup) {
 	c.estMu.Lock()
-	fit := c.est.Estimate(string(jobID(client.ObjectKeyFromObject(tj))), category(tj))
-	c.estMu.Unlock()
+	defer c.estMu.Unlock()
+	return c.priorOf(jobID(client.ObjectKeyFromObject(tj)), category(tj), int(tj.Spec.Epochs))
+}
+
+// priorOf is prior for a job known by its ID, category and epochs. The
+// caller holds estMu.
+func (c *Controller) priorOf(id api.JobID, cat string, epochs int) (float64, algorithm.Speedup) {
+	fit := c.est.Estimate(string(id), cat)
 	remaining := -1.0
-	if tj.Spec.Epochs > 0 {
-		remaining = fit.Remaining(float64(tj.Spec.Epochs))
+	if epochs > 0 {
+		remaining = fit.Remaining(float64(epochs))
 	}
 	return remaining, fit.Speedup
+}
+
+// relearn gives every job of the engine in the finished job's category
+// that has not reported yet the prior the category's history now makes: a
+// job that waits would otherwise keep the guess it was submitted with
+// (often none) until it runs, and wait behind jobs whose length is known.
+func (e *engine) relearn(en *scheduler.Engine, done scheduler.Job) error {
+	cat := categoryOf(done.ID, done.Spec.Category)
+	c := e.c
+	for _, j := range en.Jobs() {
+		if j.Phase.Final() || j.ID == done.ID || categoryOf(j.ID, j.Spec.Category) != cat {
+			continue
+		}
+		c.estMu.Lock()
+		_, reported := c.learned[j.ID]
+		var rem float64
+		var speedup algorithm.Speedup
+		if !reported {
+			rem, speedup = c.priorOf(j.ID, cat, j.Spec.Epochs)
+		}
+		c.estMu.Unlock()
+		if reported {
+			continue
+		}
+		if err := en.Step(scheduler.Progress{ID: j.ID, Remaining: rem, Speedup: speedup}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finished tells the estimator a job ended: a completed job's curve joins

@@ -86,14 +86,7 @@ type Fit struct {
 	Measured []Point
 	// Curve is the category's mean T(n)/T1 at each count its finished
 	// jobs ran at, by count, ascending.
-	Curve []Factor
-}
-
-// Factor is a category's mean time of a unit of work at N workers
-// relative to one worker, T(N)/T1.
-type Factor struct {
-	N      int
-	Factor float64
+	Curve []CurvePoint
 }
 
 // Point is the mean time of a unit of work at N workers.
@@ -111,30 +104,39 @@ func (f Fit) Speedup(n int) float64 {
 	if n <= 0 {
 		return 0
 	}
-	if s, ok := f.known(n); ok {
+	m, s := f.known(n)
+	if m == n {
 		return s
 	}
 	model := f.Shape.Speedup(n)
-	for m := n - 1; m >= 1; m-- {
-		if s, ok := f.known(m); ok {
-			return model * min(s/f.Shape.Speedup(m), 1)
-		}
+	if m == 0 {
+		return model
 	}
-	return model
+	return model * min(s/f.Shape.Speedup(m), 1)
 }
 
-// known returns the speedup at n workers if the job or its category
-// measured it.
-func (f Fit) known(n int) (float64, bool) {
+// known returns the largest count m ≤ n at which the job or its category
+// measured the speedup, and the speedup there (the job's own where both
+// did); m is 0 when there is none.
+func (f Fit) known(n int) (m int, s float64) {
 	if f.Known() {
-		if i, ok := slices.BinarySearchFunc(f.Measured, n, func(p Point, n int) int { return p.N - n }); ok {
-			return f.OneWorker / f.Measured[i].Seconds, true
+		i, ok := slices.BinarySearchFunc(f.Measured, n, func(p Point, n int) int { return p.N - n })
+		if ok {
+			i++
+		}
+		if i > 0 {
+			p := f.Measured[i-1]
+			m, s = p.N, f.OneWorker/p.Seconds
 		}
 	}
-	if i, ok := slices.BinarySearchFunc(f.Curve, n, func(p Factor, n int) int { return p.N - n }); ok {
-		return 1 / f.Curve[i].Factor, true
+	i, ok := slices.BinarySearchFunc(f.Curve, n, byWorkers)
+	if ok {
+		i++
 	}
-	return 0, false
+	if i > 0 && f.Curve[i-1].Workers > m {
+		m, s = f.Curve[i-1].Workers, 1/f.Curve[i-1].Factor
+	}
+	return m, s
 }
 
 // Known reports whether the fit can estimate times.
@@ -189,6 +191,9 @@ type CurvePoint struct {
 	Factor  float64 `json:"factor"`
 	Jobs    int     `json:"jobs"`
 }
+
+// byWorkers orders curve points by worker count, for binary search.
+func byWorkers(p CurvePoint, n int) int { return p.Workers - n }
 
 // Histories returns every category's history, to be saved.
 func (e *Estimator) Histories() map[string]History {
@@ -309,7 +314,7 @@ func (e *Estimator) prior(category string) Fit {
 	f := Fit{OneWorker: h.oneWorker, Shape: Shape{Serial: h.serial, Comm: h.comm}}
 	for _, n := range slices.Sorted(maps.Keys(h.curve)) {
 		acc := h.curve[n]
-		f.Curve = append(f.Curve, Factor{N: n, Factor: acc[0] / acc[1]})
+		f.Curve = append(f.Curve, CurvePoint{Workers: n, Factor: acc[0] / acc[1], Jobs: int(acc[1])})
 	}
 	return f
 }
@@ -378,19 +383,19 @@ func fitShape(pts []point, prior Shape) Shape {
 // anchor is T1 from the points: the time measured at one worker if there
 // is one, else the best fit to the category's curve at the counts it
 // knows, else to the shape; and whether it was one of the first two.
-func anchor(pts []point, shape Shape, curve []Factor) (float64, bool) {
+func anchor(pts []point, shape Shape, curve []CurvePoint) (float64, bool) {
 	if pts[0].n == 1 {
 		return pts[0].seconds, true
 	}
 	var onCurve []point
 	for _, p := range pts {
-		if _, ok := slices.BinarySearchFunc(curve, p.n, func(f Factor, n int) int { return f.N - n }); ok {
+		if _, ok := slices.BinarySearchFunc(curve, p.n, byWorkers); ok {
 			onCurve = append(onCurve, p)
 		}
 	}
 	if len(onCurve) > 0 {
 		return oneWorker(onCurve, func(n int) float64 {
-			i, _ := slices.BinarySearchFunc(curve, n, func(f Factor, n int) int { return f.N - n })
+			i, _ := slices.BinarySearchFunc(curve, n, byWorkers)
 			return curve[i].Factor
 		}), true
 	}

@@ -174,13 +174,10 @@ type jobInfo struct {
 	oneWorker float64
 	spec      api.JobSpec
 	speedup   algorithm.Speedup
-}
-
-// category is the estimator's category of a job: jobs of one model at one
-// batch size take the same time per step, so they share history (as a
-// user would give one category to the runs of one training setup).
-func (ji *jobInfo) category() string {
-	return fmt.Sprintf("%s/%d", ji.Model, ji.Batch)
+	// category is the estimator's category: jobs of one model at one
+	// batch size take the same time per step, so they share history (as a
+	// user would give one category to the runs of one training setup).
+	category string
 }
 
 // Run simulates one workload under cfg.
@@ -272,7 +269,7 @@ func (r *run) prepare(j Job, cat Catalog, total int) (*jobInfo, error) {
 	if k > r.cfg.GPUsPerNode {
 		return nil, fmt.Errorf("workers of %d GPUs do not fit nodes of %d", k, r.cfg.GPUsPerNode)
 	}
-	ji := &jobInfo{Job: j, model: m, steps: m.Steps(j.Batch)}
+	ji := &jobInfo{Job: j, model: m, steps: m.Steps(j.Batch), category: fmt.Sprintf("%s/%d", j.Model, j.Batch)}
 	ji.oneGPU = m.StepSeconds([]int{1}, j.Batch)
 	ji.oneWorker = m.StepSeconds([]int{k}, j.Batch)
 	for _, v := range []float64{ji.steps, ji.oneGPU, ji.oneWorker} {
@@ -407,7 +404,7 @@ func (r *run) arrive(t time.Time) error {
 		ev := scheduler.JobSubmitted{ID: api.JobID(j.Name), Spec: ji.spec,
 			Remaining: ji.steps * ji.oneWorker, Speedup: ji.speedup}
 		if r.est != nil {
-			fit := r.est.Estimate(j.Name, ji.category())
+			fit := r.est.Estimate(j.Name, ji.category)
 			ev.Remaining, ev.Speedup = fit.Remaining(ji.steps), speedupOf(fit)
 		}
 		if err := r.engine.Step(ev); err != nil {
@@ -469,14 +466,14 @@ func (r *run) estimate(t time.Time) error {
 		ji := r.live[id]
 		if r.cluster.Productive(id, t) {
 			n, _ := r.cluster.Workers(id)
-			r.est.Observe(ji.Name, ji.category(), estimator.Observation{Workers: n, Seconds: r.cluster.StepSeconds(id)})
+			r.est.Observe(ji.Name, ji.category, estimator.Observation{Workers: n, Seconds: r.cluster.StepSeconds(id)})
 			r.reports[id]++
-			fit := r.est.Estimate(ji.Name, ji.category())
+			fit := r.est.Estimate(ji.Name, ji.category)
 			if slices.Contains(EstimateCheckpoints, r.reports[id]) && fit.Known() {
 				r.estErr[r.reports[id]] = append(r.estErr[r.reports[id]], math.Abs(fit.OneWorker-ji.oneWorker)/ji.oneWorker)
 			}
 		}
-		fit := r.est.Estimate(ji.Name, ji.category())
+		fit := r.est.Estimate(ji.Name, ji.category)
 		rem := fit.Remaining(r.cluster.Remaining(id, t))
 		if rem >= 0 {
 			rem = max(rem, 1e-9)

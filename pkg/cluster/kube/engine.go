@@ -255,10 +255,10 @@ func (e *engine) finish(ctx context.Context, id api.JobID, failed bool, msg stri
 			return err
 		}
 		e.c.event(id, eventType(failed), reason, words)
-		e.c.finished(ctx, id, !failed)
+		learned := e.c.finished(ctx, id, !failed)
 		e.jobGone(id)
 		j, _ := en.Job(id)
-		if !failed {
+		if learned {
 			if err := e.relearn(en, j); err != nil {
 				return err
 			}

@@ -124,19 +124,15 @@ func (e *engine) relearn(en *scheduler.Engine, done scheduler.Job) error {
 	cat := categoryOf(done.ID, done.Spec.Category)
 	c := e.c
 	for _, j := range en.Jobs() {
-		if j.Phase.Final() || j.ID == done.ID || categoryOf(j.ID, j.Spec.Category) != cat {
+		if j.Phase.Final() || categoryOf(j.ID, j.Spec.Category) != cat {
 			continue
 		}
 		c.estMu.Lock()
 		_, reported := c.learned[j.ID]
-		var rem float64
-		var speedup algorithm.Speedup
-		if !reported {
-			rem, speedup = c.priorOf(j.ID, cat, j.Spec.Epochs)
-		}
+		rem, speedup := c.priorOf(j.ID, cat, j.Spec.Epochs)
 		c.estMu.Unlock()
 		if reported {
-			continue
+			continue // its own reports say more
 		}
 		if err := en.Step(scheduler.Progress{ID: j.ID, Remaining: rem, Speedup: speedup}); err != nil {
 			return err
@@ -146,18 +142,20 @@ func (e *engine) relearn(en *scheduler.Engine, done scheduler.Job) error {
 }
 
 // finished tells the estimator a job ended: a completed job's curve joins
-// its category's history, which is saved; any other is forgotten.
-func (c *Controller) finished(ctx context.Context, id api.JobID, completed bool) {
+// its category's history, which is saved; any other is forgotten. It
+// reports whether the history changed.
+func (c *Controller) finished(ctx context.Context, id api.JobID, completed bool) bool {
 	c.estMu.Lock()
 	defer c.estMu.Unlock()
 	_, reported := c.learned[id]
 	delete(c.learned, id)
 	if !completed || !reported {
 		c.est.Forget(string(id))
-		return
+		return false
 	}
 	c.est.Finish(string(id))
 	c.saveHistory(ctx)
+	return true
 }
 
 // disruption is a job's start, resize or migration that has not yet

@@ -21,7 +21,8 @@
 // span nodes, and a job of a category that ran at a size before need not
 // find the drop again. T1 is anchored on what was measured: the time at
 // one worker when the job ran there, else the category's curve at the
-// counts it ran at, else the model's fit.
+// counts it ran at, else the model's fit; a job of the last kind starts
+// its category's curve when it has none, and adds nothing to one.
 //
 // The original Voda's estimator divided by the time of a one-worker run
 // that may never have happened, filled unobserved counts with linear
@@ -442,14 +443,16 @@ func (e *Estimator) Finish(id string) {
 	if h.curve == nil {
 		h.curve = map[int][2]float64{}
 	}
-	// Times relative to a T1 the model guessed would teach the category
-	// the model's error.
-	for _, p := range f.Measured {
-		if !anchored {
-			break
+	// A job whose T1 the model guessed starts the curve only when the
+	// category has none: its times are exact relative to one another and
+	// the model's error in T1 then scales the whole category alike (later
+	// jobs anchor on the curve, remaining times and speedups all off by
+	// one factor); added to a curve, it would bend it.
+	if anchored || len(h.curve) == 0 {
+		for _, p := range f.Measured {
+			acc := h.curve[p.N]
+			h.curve[p.N] = [2]float64{acc[0] + p.Seconds/f.OneWorker, acc[1] + 1}
 		}
-		acc := h.curve[p.N]
-		h.curve[p.N] = [2]float64{acc[0] + p.Seconds/f.OneWorker, acc[1] + 1}
 	}
 	e.versions[j.category]++
 }

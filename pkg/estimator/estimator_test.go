@@ -243,17 +243,41 @@ func TestTheCategoryCurveCarriesADropToTheNextJob(t *testing.T) {
 }
 
 // A job whose T1 only the model guessed (it never ran at one worker and
-// its category has no curve there) does not teach the category a curve:
-// its times relative to that T1 would carry the model's error.
-func TestAGuessedT1TeachesNoCurve(t *testing.T) {
+// its category has no curve there) starts its category's curve when there
+// is none: its times are right relative to one another, so the next job
+// anchors on them and agrees with it. Once the category has a curve, such a
+// job adds nothing to it (its guessed T1 would bend it).
+func TestAGuessedT1StartsACurveAndAddsToNone(t *testing.T) {
 	e := estimator.New()
 	for _, n := range []int{4, 8} {
 		e.Observe("a", "bert", estimator.Observation{Workers: n, Seconds: truth.Seconds(n)})
 	}
+	guessed := e.Estimate("a", "bert").OneWorker
 	e.Finish("a")
 	h := e.Histories()["bert"]
-	if h.Jobs != 1 || len(h.Curve) != 0 {
-		t.Errorf("history %+v, want the job counted and no curve", h)
+	if h.Jobs != 1 || len(h.Curve) != 2 || h.Curve[0].Workers != 4 || h.Curve[1].Workers != 8 {
+		t.Fatalf("history %+v, want the job counted and its curve at 4 and 8", h)
+	}
+	if !near(h.Curve[1].Factor, truth.Seconds(8)/guessed, 1e-9) {
+		t.Errorf("factor at 8 = %.4f, want T(8)/guessed T1 = %.4f", h.Curve[1].Factor, truth.Seconds(8)/guessed)
+	}
+	// The next job, seen at 4 only, anchors on the curve: the same T1 and
+	// the first job's measured ratio between 4 and 8.
+	e.Observe("b", "bert", estimator.Observation{Workers: 4, Seconds: truth.Seconds(4)})
+	f := e.Estimate("b", "bert")
+	if !near(f.OneWorker, guessed, 1e-9) {
+		t.Errorf("T1 of the next job %.4f, want the category's %.4f", f.OneWorker, guessed)
+	}
+	if got, want := f.Speedup(8)/f.Speedup(4), truth.Seconds(4)/truth.Seconds(8); !near(got, want, 1e-9) {
+		t.Errorf("S(8)/S(4) = %.4f, want the measured %.4f", got, want)
+	}
+	// A third job, guessed too and at other counts, leaves the curve be.
+	for _, n := range []int{2, 16} {
+		e.Observe("c", "bert", estimator.Observation{Workers: n, Seconds: 3 * truth.Seconds(n)})
+	}
+	e.Finish("c")
+	if h := e.Histories()["bert"]; h.Jobs != 2 || len(h.Curve) != 2 {
+		t.Errorf("history %+v, want two jobs and the first job's curve only", h)
 	}
 }
 

@@ -138,7 +138,8 @@ func TestHistoriesSurviveASaveAndLoad(t *testing.T) {
 // A job that loses speed when it crosses a node boundary (YOLOv3-like:
 // 2.94 on 4 workers in one node, 1.58 on 8 in two): the smooth model
 // cannot bend that way, so the curve the policies get is the measured one
-// where measured, and beyond the drop the model scaled down by it.
+// where measured, and beyond the drop the model scaled down by it (or one
+// doubling explored at the measured efficiency, where that is more).
 func TestSpeedupFollowsTheMeasurementsAndCarriesADrop(t *testing.T) {
 	const t1 = 2.0
 	measured := map[int]float64{1: 1, 2: 1.95, 4: 2.94, 8: 1.58}
@@ -152,28 +153,41 @@ func TestSpeedupFollowsTheMeasurementsAndCarriesADrop(t *testing.T) {
 			t.Errorf("S(%d) = %.3f, want the measured %.3f (T1 fitted %.3f)", n, got, want*f.OneWorker/t1, f.OneWorker)
 		}
 	}
-	// 16 was never observed: the model's value, scaled by how far the
-	// measurement at 8 fell below the model there.
+	// 16 and 32 were never observed: the model's value, scaled by how far
+	// the measurement at 8 fell below the model there, or, up to twice the
+	// largest count measured, S(8)·(n/8)^0.8 where that is more (one
+	// doubling is worth trying).
 	ratio := f.Speedup(8) / f.Shape.Speedup(8)
 	if ratio >= 1 {
 		t.Fatalf("the model does not overestimate S(8) (ratio %.2f): the test curve is too smooth", ratio)
 	}
-	if got, want := f.Speedup(16), f.Shape.Speedup(16)*ratio; !near(got, want, 1e-9) {
-		t.Errorf("S(16) = %.3f, want the model's %.3f × %.2f = %.3f", got, f.Shape.Speedup(16), ratio, want)
-	}
-	if f.Speedup(16) >= 2.94 {
-		t.Errorf("S(16) = %.2f: predicted above what one node measured, after a measured drop", f.Speedup(16))
+	explore := f.Speedup(8) * math.Pow(2, estimator.ExploreExponent)
+	for _, n := range []int{12, 16, 32} {
+		want := max(f.Shape.Speedup(n)*ratio, f.Speedup(8)*math.Pow(float64(min(n, 16))/8, estimator.ExploreExponent))
+		if got := f.Speedup(n); !near(got, want, 1e-9) {
+			t.Errorf("S(%d) = %.3f, want %.3f (model %.3f × %.2f, explore up to %.3f)", n, got, want, f.Shape.Speedup(n), ratio, explore)
+		}
+		if f.Speedup(n) >= 2.94 {
+			t.Errorf("S(%d) = %.2f: predicted above what one node measured, after a measured drop", n, f.Speedup(n))
+		}
 	}
 	// Below the smallest observed count, and for a measurement above the
-	// model, the model stands (never raised).
+	// model, the model stands (never raised); above it, one doubling keeps
+	// S(4)·(n/4)^0.8 at least.
 	e2 := estimator.New()
 	e2.Observe("z", "fast", estimator.Observation{Workers: 4, Seconds: 0.4})
 	g := e2.Estimate("z", "fast")
 	if got, want := g.Speedup(2), g.Shape.Speedup(2); got != want {
 		t.Errorf("S(2) below the only count = %.3f, want the model's %.3f", got, want)
 	}
-	if got, want := g.Speedup(8), g.Shape.Speedup(8); got != want {
-		t.Errorf("S(8) above a count the model fits exactly = %.3f, want the model's %.3f", got, want)
+	for _, n := range []int{6, 8, 16} {
+		want := max(g.Shape.Speedup(n), g.Speedup(4)*math.Pow(float64(min(n, 8))/4, estimator.ExploreExponent))
+		if got := g.Speedup(n); !near(got, want, 1e-9) {
+			t.Errorf("S(%d) above the only count = %.3f, want %.3f (model %.3f)", n, got, want, g.Shape.Speedup(n))
+		}
+	}
+	if g.Speedup(8) <= g.Shape.Speedup(8) {
+		t.Errorf("S(8) = %.3f: the default model (%.3f) was not raised to explore one doubling", g.Speedup(8), g.Shape.Speedup(8))
 	}
 	if got := g.Speedup(0); got != 0 {
 		t.Errorf("S(0) = %v, want 0", got)

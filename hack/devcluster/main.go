@@ -4,7 +4,7 @@
 //	NODES=4 GPUS=4 TYPES=nvidia-tesla-v100,nvidia-gtx-1080ti go run ./hack/devcluster
 //
 // NODES nodes of GPUS GPUs are created for each type in TYPES, and the Voda
-// controller runs against them (ALGORITHM, default ElasticFIFO; RATE_LIMIT,
+// controller runs against them (ALGORITHM, default HeSRPT; RATE_LIMIT,
 // default 5s; CONTROLLER=0 leaves it out, to run `voda controller` yourself),
 // with its REST API on API_ADDR (default 127.0.0.1:8088) for the voda CLI.
 // Ctrl-C stops every component. `make dev-cluster` builds the binaries first

@@ -11,14 +11,14 @@ import (
 
 var policySummaries = map[string]string{
 	algorithm.NameFIFO:            "submission order at the requested size, with backfilling",
-	algorithm.NameElasticFIFO:     "submission order; minimum first, then spare GPUs round-robin up to the maximum (default)",
+	algorithm.NameElasticFIFO:     "submission order; minimum first, then spare GPUs round-robin up to the maximum (the original's default)",
 	algorithm.NameSRJF:            "shortest estimated remaining work first, at the requested size",
 	algorithm.NameElasticSRJF:     "SRJF order; minimum first, then spare GPUs round-robin up to the maximum",
 	algorithm.NameTiresias:        "discretised least attained GPU service (Tiresias-L), at the requested size",
 	algorithm.NameElasticTiresias: "Tiresias order; shrink low-priority jobs when many wait; spare GPUs by marginal speedup",
 	algorithm.NameFfDLOptimizer:   "maximise total speedup (dynamic program) over jobs admitted first-come-first-served",
 	algorithm.NameAFSL:            "AFS-L: GPU by GPU, short jobs first unless a long job gains relatively more",
-	algorithm.NameHeSRPT:          "Voda's own: GPUs by weighted gain on each curve's concave hull, shorter jobs weigh more; resizes only where they pay for the restart",
+	algorithm.NameHeSRPT:          "Voda's own: GPUs by weighted gain on each curve's concave hull, shorter jobs weigh more; resizes only where they pay for the restart (default)",
 }
 
 // policyReferences says where each policy comes from (docs/policies.md has

@@ -145,6 +145,7 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	mgr, ctrl, err := kube.NewManager(saCfg, kube.ManagerOptions{
 		Options: kube.Options{
 			Metrics:  m,
+			Policy:   kube.OriginalPolicy, // the tests below expect ElasticFIFO's sizes
 			GPUTypes: []string{testGPUType, examplesType}, RateLimit: 300 * time.Millisecond,
 			SyncPeriod: 2 * time.Second, ConfigNamespace: apiNS, Log: funcr.New(func(string, string) {}, funcr.Options{}),
 			ProgressURL: "http://" + apiAddr,

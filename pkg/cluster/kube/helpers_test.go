@@ -76,7 +76,10 @@ func (k *cluster) scenario(t *testing.T, ns, gpuType string, nodes, gpus int) []
 func controllerOpts(t *testing.T, gpuTypes ...string) kube.ManagerOptions {
 	return kube.ManagerOptions{
 		Options: kube.Options{
-			GPUTypes:   gpuTypes,
+			GPUTypes: gpuTypes,
+			// The scenarios below expect ElasticFIFO's sizes; the chart's
+			// test runs the default (deploy/helm).
+			Policy:     kube.OriginalPolicy,
 			RateLimit:  500 * time.Millisecond,
 			SyncPeriod: 2 * time.Second,
 			Log:        testLogger(t),

@@ -527,7 +527,7 @@ func testRuntimeSettings(t *testing.T, k *cluster) {
 	if err := k.c.Delete(context.Background(), cm); err != nil {
 		t.Fatal(err)
 	}
-	want(kube.DefaultPolicy, 500*time.Millisecond) // back to the flags
+	want(o.Policy, 500*time.Millisecond) // back to the flags
 	k.waitSettled(t, ns, "j1", 2)
 }
 

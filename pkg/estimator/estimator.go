@@ -229,14 +229,19 @@ func byWorkers(p CurvePoint, n int) int { return p.Workers - n }
 func (e *Estimator) Histories() map[string]History {
 	out := make(map[string]History, len(e.categories))
 	for c, h := range e.categories {
-		hs := History{OneWorker: h.oneWorker, Serial: h.serial, Comm: h.comm, Jobs: h.jobs}
-		for _, n := range slices.Sorted(maps.Keys(h.curve)) {
-			acc := h.curve[n]
-			hs.Curve = append(hs.Curve, CurvePoint{Workers: n, Factor: acc[0] / acc[1], Jobs: int(acc[1])})
-		}
-		out[c] = hs
+		out[c] = History{OneWorker: h.oneWorker, Serial: h.serial, Comm: h.comm, Jobs: h.jobs, Curve: h.points()}
 	}
 	return out
+}
+
+// points is the category's curve by count, ascending.
+func (h *history) points() []CurvePoint {
+	var pts []CurvePoint
+	for _, n := range slices.Sorted(maps.Keys(h.curve)) {
+		acc := h.curve[n]
+		pts = append(pts, CurvePoint{Workers: n, Factor: acc[0] / acc[1], Jobs: int(acc[1])})
+	}
+	return pts
 }
 
 // SetHistories replaces the categories' histories with saved ones; entries
@@ -341,12 +346,7 @@ func (e *Estimator) prior(category string) Fit {
 	if !ok || h.jobs == 0 {
 		return Fit{Shape: e.defaultShape()}
 	}
-	f := Fit{OneWorker: h.oneWorker, Shape: Shape{Serial: h.serial, Comm: h.comm}}
-	for _, n := range slices.Sorted(maps.Keys(h.curve)) {
-		acc := h.curve[n]
-		f.Curve = append(f.Curve, CurvePoint{Workers: n, Factor: acc[0] / acc[1], Jobs: int(acc[1])})
-	}
-	return f
+	return Fit{OneWorker: h.oneWorker, Shape: Shape{Serial: h.serial, Comm: h.comm}, Curve: h.points()}
 }
 
 // point is the mean time at one worker count.

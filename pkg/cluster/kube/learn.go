@@ -129,10 +129,14 @@ func (e *engine) relearn(en *scheduler.Engine, done scheduler.Job) error {
 		}
 		c.estMu.Lock()
 		_, reported := c.learned[j.ID]
-		rem, speedup := c.priorOf(j.ID, cat, j.Spec.Epochs)
+		var rem float64
+		var speedup algorithm.Speedup
+		if !reported { // else its own reports say more
+			rem, speedup = c.priorOf(j.ID, cat, j.Spec.Epochs)
+		}
 		c.estMu.Unlock()
 		if reported {
-			continue // its own reports say more
+			continue
 		}
 		if err := en.Step(scheduler.Progress{ID: j.ID, Remaining: rem, Speedup: speedup}); err != nil {
 			return err

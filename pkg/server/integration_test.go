@@ -72,8 +72,11 @@ type apiEnv struct {
 	metricsDir string // the controller's --metrics-dir
 }
 
-// tlsClock is the clock of the TokenReview server.
-var tlsClock = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+// tlsClock is the clock of the TokenReview server: stopped at the time the
+// tests start, not at a fixed date, since sessions end at the earlier of
+// its 12 hours and the token's real expiry (a date in the past made every
+// session end at once).
+var tlsClock = time.Now().UTC().Truncate(time.Second)
 
 // TestIntegrationAPI runs the REST API and the CLI against a real control
 // plane with the controller running.

@@ -21,8 +21,11 @@
 // span nodes, and a job of a category that ran at a size before need not
 // find the drop again. T1 is anchored on what was measured: the time at
 // one worker when the job ran there, else the category's curve at the
-// counts it ran at, else the model's fit; a job of the last kind starts
-// its category's curve when it has none, and adds nothing to one.
+// counts it ran at, else the model's fit (never below the time at the
+// smallest count n times n^ExploreExponent); a job of the last kind starts
+// its category's curve when it has none, and adds nothing to one, and the
+// first job of the category measured at one worker rescales a curve so
+// started.
 //
 // The original Voda's estimator divided by the time of a one-worker run
 // that may never have happened, filled unobserved counts with linear
@@ -201,6 +204,9 @@ type history struct {
 	jobs                    int
 	// curve[n] = (sum of T(n)/T1, jobs that ran at n)
 	curve map[int][2]float64
+	// guessed is set while the curve's scale rests on a T1 the model
+	// guessed (its first job never ran at one worker).
+	guessed bool
 }
 
 // History is a category's history as it is saved: the mean fit of its
@@ -212,6 +218,9 @@ type History struct {
 	Jobs      int     `json:"jobs"`
 	// Curve is the mean T(n)/T1 at each count the jobs ran at.
 	Curve []CurvePoint `json:"curve,omitempty"`
+	// Guessed is set while the curve's T1 is the model's guess: no job
+	// of the category has yet finished with a time at one worker.
+	Guessed bool `json:"curveGuessed,omitempty"`
 }
 
 // CurvePoint is a category's mean T(n)/T1 at Workers workers, over Jobs
@@ -229,7 +238,7 @@ func byWorkers(p CurvePoint, n int) int { return p.Workers - n }
 func (e *Estimator) Histories() map[string]History {
 	out := make(map[string]History, len(e.categories))
 	for c, h := range e.categories {
-		out[c] = History{OneWorker: h.oneWorker, Serial: h.serial, Comm: h.comm, Jobs: h.jobs, Curve: h.points()}
+		out[c] = History{OneWorker: h.oneWorker, Serial: h.serial, Comm: h.comm, Jobs: h.jobs, Curve: h.points(), Guessed: h.guessed}
 	}
 	return out
 }
@@ -254,7 +263,7 @@ func (e *Estimator) SetHistories(hs map[string]History) {
 		if h.Jobs < 1 || !(h.OneWorker > 0) || math.IsInf(h.OneWorker, 0) || !(h.Serial >= 0 && h.Serial < 1) || !(h.Comm >= 0 && h.Comm <= 1) {
 			continue
 		}
-		kept := &history{oneWorker: h.OneWorker, serial: h.Serial, comm: h.Comm, jobs: h.Jobs, curve: map[int][2]float64{}}
+		kept := &history{oneWorker: h.OneWorker, serial: h.Serial, comm: h.Comm, jobs: h.Jobs, curve: map[int][2]float64{}, guessed: h.Guessed}
 		for _, p := range h.Curve {
 			if p.Workers >= 1 && p.Jobs >= 1 && p.Factor > 0 && !math.IsInf(p.Factor, 0) {
 				kept.curve[p.Workers] = [2]float64{p.Factor * float64(p.Jobs), float64(p.Jobs)}
@@ -384,14 +393,41 @@ func (e *Estimator) fit(j *job) (Fit, bool) {
 // fraction with the prior's communication cost at two counts, both at
 // three or more.
 func fitShape(pts []point, prior Shape) Shape {
-	best, bestErr := prior, math.Inf(1)
-	comms := []float64{prior.Comm}
-	if len(pts) >= 3 {
-		comms = comms[:0]
-		for c := 0.0; c <= 0.1+1e-9; c += 0.0025 {
+	if len(pts) == 2 {
+		best, err := searchShape(pts, []float64{prior.Comm})
+		if err <= twoCountTolerance*twoCountTolerance*(pts[0].weight+pts[1].weight) {
+			return best
+		}
+		// The prior's communication cost cannot follow the two counts: the
+		// job still speeds up where the prior's curve has turned down (a
+		// job 1.5 times as fast on 22 workers as on 11, against a prior
+		// whose best count is 14). Kept, it drove the serial fraction to
+		// its limit, a fit in which the job ran no faster on 11 workers
+		// than on one. The cost goes down until the two counts fit.
+		var comms []float64
+		for c := prior.Comm; c > 0; c -= 0.00025 {
 			comms = append(comms, c)
 		}
+		best, _ = searchShape(pts, append(comms, 0))
+		return best
 	}
+	var comms []float64
+	for c := 0.0; c <= 0.1+1e-9; c += 0.0025 {
+		comms = append(comms, c)
+	}
+	best, _ := searchShape(pts, comms)
+	return best
+}
+
+// twoCountTolerance is the relative error within which the prior's
+// communication cost is kept for a job measured at two counts.
+const twoCountTolerance = 0.02
+
+// searchShape is the shape, over the given communication costs and every
+// serial fraction, that fits the points best, and its summed weighted
+// squared relative error; ties go to the cost listed first.
+func searchShape(pts []point, comms []float64) (Shape, float64) {
+	best, bestErr := Shape{}, math.Inf(1)
 	for _, c := range comms {
 		for s := 0.0; s <= 0.95+1e-9; s += 0.005 {
 			sh := Shape{Serial: s, Comm: c}
@@ -407,12 +443,18 @@ func fitShape(pts []point, prior Shape) Shape {
 			}
 		}
 	}
-	return best
+	return best, bestErr
 }
 
 // anchor is T1 from the points: the time measured at one worker if there
 // is one, else the best fit to the category's curve at the counts it
-// knows, else to the shape; and whether it was one of the first two.
+// knows, else to the shape; and whether it was one of the first two. A
+// T1 fitted to the shape is at least the time at the smallest count n
+// times n^ExploreExponent: points measured where a curve is flat (a job
+// run only at 14, 28 and 40 workers) fit a shape with nearly all work
+// serial and a T1 close to the time at 14 workers, a speedup of 1 there;
+// the floor assumes the job kept, from one worker to n, the efficiency
+// it is expected to keep one doubling above what was measured.
 func anchor(pts []point, shape Shape, curve []CurvePoint) (float64, bool) {
 	if pts[0].n == 1 {
 		return pts[0].seconds, true
@@ -429,7 +471,8 @@ func anchor(pts []point, shape Shape, curve []CurvePoint) (float64, bool) {
 			return curve[i].Factor
 		}), true
 	}
-	return oneWorker(pts, shape.factor), false
+	t1 := oneWorker(pts, shape.factor)
+	return max(t1, pts[0].seconds*math.Pow(float64(pts[0].n), ExploreExponent)), false
 }
 
 // oneWorker is the T1 that best fits the points when T(n) = T1·factor(n),
@@ -464,6 +507,9 @@ func (e *Estimator) Finish(id string) {
 		h = &history{}
 		e.categories[j.category] = h
 	}
+	if h.guessed && len(f.Measured) > 0 && f.Measured[0].N == 1 {
+		h.rescale(f)
+	}
 	k := float64(h.jobs)
 	h.oneWorker = (h.oneWorker*k + f.OneWorker) / (k + 1)
 	h.serial = (h.serial*k + f.Shape.Serial) / (k + 1)
@@ -478,12 +524,44 @@ func (e *Estimator) Finish(id string) {
 	// jobs anchor on the curve, remaining times and speedups all off by
 	// one factor); added to a curve, it would bend it.
 	if anchored || len(h.curve) == 0 {
+		if len(h.curve) == 0 {
+			h.guessed = !anchored
+		}
 		for _, p := range f.Measured {
 			acc := h.curve[p.N]
 			h.curve[p.N] = [2]float64{acc[0] + p.Seconds/f.OneWorker, acc[1] + 1}
 		}
 	}
 	e.versions[j.category]++
+}
+
+// rescale puts a curve whose scale was guessed on the scale of f, a fit
+// whose T1 was measured at one worker: every factor and the mean T1 move
+// by the ratio of f's factors to the curve's at the counts both have
+// (geometric mean), or, with none in common, by the ratio of the two T1s.
+// Until then every job of the category anchored on the guess, and their
+// remaining times and speedups were all off by the guess's error.
+func (h *history) rescale(f Fit) {
+	var logs float64
+	common := 0
+	for _, p := range f.Measured {
+		if acc, ok := h.curve[p.N]; ok {
+			logs += math.Log((p.Seconds / f.OneWorker) / (acc[0] / acc[1]))
+			common++
+		}
+	}
+	q := h.oneWorker / f.OneWorker
+	if common > 0 {
+		q = math.Exp(logs / float64(common))
+	}
+	if !(q > 0) || math.IsInf(q, 0) {
+		return
+	}
+	for n, acc := range h.curve {
+		h.curve[n] = [2]float64{acc[0] * q, acc[1]}
+	}
+	h.oneWorker /= q
+	h.guessed = false
 }
 
 // Forget drops a job without learning from it (deleted, failed).

@@ -309,3 +309,112 @@ func TestSavedCurvesAreCheckedOnLoad(t *testing.T) {
 		t.Errorf("S(4) of a new job = %.3f, want the loaded 3.33", got)
 	}
 }
+
+// A job that still speeds up between two counts where the prior's curve
+// has turned down (Amdahl, 4 % serial, no communication cost, against the
+// default's best count of 14): the prior's cost gives way, and T1 is the
+// job's, not the time at 11 workers.
+func TestTwoCountsPastThePriorsBestCount(t *testing.T) {
+	amdahl := estimator.Fit{OneWorker: 2.6, Shape: estimator.Shape{Serial: 0.04}}
+	e := estimator.New()
+	for _, n := range []int{11, 22} {
+		e.Observe("j", "cifar", estimator.Observation{Workers: n, Seconds: amdahl.Seconds(n)})
+	}
+	f := e.Estimate("j", "cifar")
+	if !near(f.OneWorker, 2.6, 0.05) {
+		t.Errorf("T1 %.3f, want 2.6 (fit %+v)", f.OneWorker, f.Shape)
+	}
+	if got, want := f.Speedup(11), amdahl.Shape.Speedup(11); !near(got, want, 0.05) {
+		t.Errorf("S(11) = %.2f, want %.2f", got, want)
+	}
+	// Two counts the prior follows keep its communication cost.
+	e.Observe("k", "cifar", estimator.Observation{Workers: 2, Seconds: 2 * estimator.DefaultShape.Speedup(1) * 0.55})
+	e.Observe("k", "cifar", estimator.Observation{Workers: 4, Seconds: 2 * 0.55 * estimator.DefaultShape.Speedup(2) / estimator.DefaultShape.Speedup(4)})
+	if g := e.Estimate("k", "cifar"); g.Shape.Comm != estimator.DefaultShape.Comm {
+		t.Errorf("fit %+v, want the default's communication cost kept", g.Shape)
+	}
+}
+
+// Points measured only where a curve is flat fit a shape with nearly all
+// work serial; T1 is held at least at the time at the smallest count times
+// that count to the exploration exponent.
+func TestAGuessedT1HasAFloor(t *testing.T) {
+	e := estimator.New()
+	for _, p := range []struct {
+		n int
+		s float64
+	}{{14, 0.188}, {28, 0.213}, {40, 0.205}} {
+		e.Observe("j", "cifar", estimator.Observation{Workers: p.n, Seconds: p.s})
+	}
+	f := e.Estimate("j", "cifar")
+	floor := 0.188 * math.Pow(14, estimator.ExploreExponent)
+	if f.OneWorker < floor*(1-1e-9) {
+		t.Errorf("T1 %.3f, want at least %.3f", f.OneWorker, floor)
+	}
+	if s := f.Speedup(14); s < math.Pow(14, estimator.ExploreExponent)*(1-1e-9) {
+		t.Errorf("S(14) = %.2f, want at least 14^%.1f", s, estimator.ExploreExponent)
+	}
+	// A T1 measured at one worker is never floored.
+	e.Observe("k", "cifar", estimator.Observation{Workers: 1, Seconds: 0.5})
+	e.Observe("k", "cifar", estimator.Observation{Workers: 14, Seconds: 0.4})
+	if g := e.Estimate("k", "cifar"); g.OneWorker != 0.5 {
+		t.Errorf("T1 %.3f, want the measured 0.5", g.OneWorker)
+	}
+}
+
+// A curve started by a job whose T1 was guessed is put on the measured
+// scale by the first job of its category that ran at one worker, and jobs
+// that anchor on it afterwards get the true T1.
+func TestAOneWorkerJobRescalesAGuessedCurve(t *testing.T) {
+	e := estimator.New()
+	for _, n := range []int{4, 8} {
+		e.Observe("a", "bert", estimator.Observation{Workers: n, Seconds: truth.Seconds(n)})
+	}
+	guessed := e.Estimate("a", "bert").OneWorker
+	if near(guessed, 2, 0.05) {
+		t.Fatalf("the test needs a guess off the truth, got T1 %.3f", guessed)
+	}
+	e.Finish("a")
+	if h := e.Histories()["bert"]; !h.Guessed {
+		t.Fatalf("history %+v, want the curve marked guessed", h)
+	}
+	// Saved and loaded, the mark stays.
+	f := estimator.New()
+	f.SetHistories(e.Histories())
+	if h := f.Histories()["bert"]; !h.Guessed {
+		t.Fatalf("loaded history %+v lost the mark", h)
+	}
+	for _, n := range []int{1, 4} {
+		f.Observe("b", "bert", estimator.Observation{Workers: n, Seconds: truth.Seconds(n)})
+	}
+	f.Finish("b")
+	h := f.Histories()["bert"]
+	if h.Guessed {
+		t.Errorf("history %+v still guessed", h)
+	}
+	for _, p := range h.Curve {
+		if want := truth.Seconds(p.Workers) / 2; !near(p.Factor, want, 1e-9) {
+			t.Errorf("factor at %d = %.4f, want T(n)/T1 = %.4f", p.Workers, p.Factor, want)
+		}
+	}
+	f.Observe("c", "bert", estimator.Observation{Workers: 8, Seconds: truth.Seconds(8)})
+	if got := f.Estimate("c", "bert").OneWorker; !near(got, 2, 1e-9) {
+		t.Errorf("T1 of a job anchored on the rescaled curve %.4f, want 2", got)
+	}
+	// Without a count in common, the mean T1s set the ratio.
+	g := estimator.New()
+	g.Observe("a", "bert", estimator.Observation{Workers: 8, Seconds: truth.Seconds(8)})
+	g.Observe("a", "bert", estimator.Observation{Workers: 16, Seconds: truth.Seconds(16)})
+	g.Finish("a")
+	g.Observe("b", "bert", estimator.Observation{Workers: 1, Seconds: truth.Seconds(1)})
+	g.Finish("b")
+	h = g.Histories()["bert"]
+	if h.Guessed || !near(h.OneWorker, 2, 1e-9) {
+		t.Errorf("history %+v, want a measured scale and T1 2", h)
+	}
+	for _, p := range h.Curve {
+		if want := truth.Seconds(p.Workers) / 2; !near(p.Factor, want, 1e-9) {
+			t.Errorf("factor at %d = %.4f, want %.4f", p.Workers, p.Factor, want)
+		}
+	}
+}

@@ -389,9 +389,10 @@ func (e *Estimator) fit(j *job) (Fit, bool) {
 	return Fit{OneWorker: t1, Shape: shape, Counts: len(pts), Measured: measured, Curve: prior.Curve}, anchored
 }
 
-// fitShape is the shape that best fits two or more points: the serial
-// fraction with the prior's communication cost at two counts, both at
-// three or more.
+// fitShape is the shape that best fits two or more points: at two counts
+// the serial fraction with the prior's communication cost, or, when that
+// misses them by more than twoCountTolerance, the best fit over every
+// lower cost (ties to the higher cost); both at three or more.
 func fitShape(pts []point, prior Shape) Shape {
 	if len(pts) == 2 {
 		best, err := searchShape(pts, []float64{prior.Comm})
@@ -403,7 +404,7 @@ func fitShape(pts []point, prior Shape) Shape {
 		// job 1.5 times as fast on 22 workers as on 11, against a prior
 		// whose best count is 14). Kept, it drove the serial fraction to
 		// its limit, a fit in which the job ran no faster on 11 workers
-		// than on one. The cost goes down until the two counts fit.
+		// than on one. The cost goes down to what fits the two counts.
 		var comms []float64
 		for c := prior.Comm; c > 0; c -= 0.00025 {
 			comms = append(comms, c)

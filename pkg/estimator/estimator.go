@@ -132,7 +132,9 @@ func (f Fit) Speedup(n int) float64 {
 // keep above the largest count it or its category was measured at: S(n)
 // ≥ S(m)·(n/m)^0.8 up to n = 2m. On the Pollux workloads at 1.0× load
 // with estimated information, HeSRPT's mean JCT fell 0.7% (workloads 1–4)
-// and 1.5% (5–8) against none (docs/estimator.md).
+// and 1.5% (5–8) against none (docs/estimator.md). A T1 the model guesses
+// rests on the same expectation from one worker up to the smallest count
+// measured (anchor).
 const ExploreExponent = 0.8
 
 // largestKnown is the largest count at which the job or its category

@@ -35,15 +35,19 @@ import (
 //     climbed) and a dip before a higher point is crossed in one step, the
 //     look-ahead AFS-L lacks.
 //   - Sizes that pack. When every node has the same number of GPUs, a job
-//     takes only sizes whose GPUs divide a node or are whole nodes (1, 2, 4
-//     and multiples of 4 on 4-GPU nodes), or its minimum: such sizes always
-//     tile the nodes, which keeps placement from splitting a job across
-//     nodes where the curve assumed one (buddy allocation's argument).
-//     The snapshot lists nodes only when some job's workers hold several
-//     GPUs (Snapshot.NodeGPUs); with one-GPU workers any size goes and
-//     placement gathers jobs left spread (pkg/placement). Restricting
-//     one-GPU jobs to packing sizes measured 1.4% worse at 1.0× load on
-//     the Pollux workloads used for tuning (docs/evaluation.md).
+//     explores only sizes whose GPUs divide a node or are whole nodes (1,
+//     2, 4 and multiples of 4 on 4-GPU nodes), or its minimum: such sizes
+//     always tile the nodes, so placement need not split a job across
+//     nodes where the curve assumed one (buddy allocation's argument), and
+//     what a job reports there is its curve. A job also takes any size
+//     whose speed is known (Job.Measured: measured by the job or its
+//     category, or given): with exact curves a size that does not tile is
+//     sometimes the best (CIFAR-10 at 11 GPUs), while a guessed one sends
+//     jobs to sizes that span nodes they do not need, where the smooth
+//     model overrates them (YOLOv3 at 5 to 7 GPUs). On the Pollux
+//     workloads at 1.0× load with estimated information, tiling sizes took
+//     HeSRPT from 3 031 to 2 924 s; with exact curves, tiling alone cost
+//     0.2–2% (docs/policies.md).
 //   - The greedy. GPUs go, a hull segment at a time, to the largest weighted
 //     gain per GPU, weight × slope / GPUs per worker; a segment that does
 //     not fit whole is cut to the largest allowed size that does.
@@ -275,9 +279,13 @@ func unknownWork(jobs []Job) float64 {
 }
 
 // packs reports whether n workers of j are a size HeSRPT hands out on
-// nodes of node GPUs (0: any size).
+// nodes of node GPUs (0: any size): one that tiles the nodes, the job's
+// minimum, or a size whose speed is known.
 func packs(j *Job, n, node int) bool {
 	if node == 0 || n == j.Min {
+		return true
+	}
+	if j.measuredAt(n) {
 		return true
 	}
 	g := n * j.k()

@@ -121,7 +121,8 @@ func TestHeSRPTAWaitingJobIsServedEventually(t *testing.T) {
 }
 
 // On nodes of equal size every size HeSRPT grants packs: it divides a node
-// or is whole nodes, or it is the job's minimum or its current size.
+// or is whole nodes, or it is the job's minimum or its current size, or
+// the job's speed there is known (measured or given).
 func TestHeSRPTGrantsSizesThatPack(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	p := heSRPT()
@@ -146,6 +147,19 @@ func TestHeSRPTGrantsSizesThatPack(t *testing.T) {
 			jobs = append(jobs, j)
 		}
 		s := NodeSnapshot(nodes, jobs...)
+		// Curves measured everywhere (nil), nowhere, or at a few counts.
+		for i := range s.Jobs {
+			switch r.IntN(3) {
+			case 0:
+				s.Jobs[i].Measured = func(int) bool { return false }
+			case 1:
+				known := map[int]bool{}
+				for range 1 + r.IntN(4) {
+					known[1+r.IntN(s.Jobs[i].Max)] = true
+				}
+				s.Jobs[i].Measured = func(n int) bool { return known[n] }
+			}
+		}
 		res, err := p.Allocate(s)
 		if err != nil {
 			t.Fatal(err)
@@ -153,7 +167,8 @@ func TestHeSRPTGrantsSizesThatPack(t *testing.T) {
 		for _, j := range s.Jobs {
 			n := res.Allocation[j.ID]
 			g := n * max(j.GPUsPerWorker, 1)
-			if n == 0 || n == j.Min || n == j.Workers || (g <= node && node%g == 0) || g%node == 0 {
+			if n == 0 || n == j.Min || n == j.Workers || (g <= node && node%g == 0) || g%node == 0 ||
+				j.Measured == nil || j.Measured(n) {
 				continue
 			}
 			t.Fatalf("iteration %d: job %s got %d workers of %d GPUs on nodes of %d: a size that does not pack", iter, j.ID, n, max(j.GPUsPerWorker, 1), node)

@@ -19,7 +19,9 @@ type Snapshot struct {
 	// NodeGPUs optionally lists the GPUs of each node. When given, it must
 	// add up to GPUs. The policies decide worker counts only and placement
 	// decides shapes, but when some job's workers hold several GPUs the
-	// policies use it to hand out only workers that fit whole on a node.
+	// policies use it to hand out only workers that fit whole on a node,
+	// and HeSRPT, when all nodes are alike, to explore only sizes that
+	// tile them. The engine always lists the nodes.
 	NodeGPUs []int
 	// Jobs are the jobs that want GPUs (waiting or running), in any order;
 	// every policy orders them itself, deterministically.
@@ -62,6 +64,16 @@ type Job struct {
 	Remaining float64
 	// Speedup is the job's speedup curve. Nil means linear, S(n) = n.
 	Speedup Speedup
+	// Measured reports whether Speedup at n workers was measured (by the
+	// job or others like it) or given, rather than extrapolated by a
+	// model. Nil means every value of a non-nil Speedup is.
+	Measured func(n int) bool
+}
+
+// measuredAt reports whether the job's speed at n workers is known: a nil
+// Speedup (linear) is an assumption, not a measurement.
+func (j *Job) measuredAt(n int) bool {
+	return j.Speedup != nil && (j.Measured == nil || j.Measured(n))
 }
 
 // S returns the job's speedup with n workers: 0 for n ≤ 0, linear when no

@@ -174,6 +174,13 @@ func (f Fit) known(n int) (m int, s float64) {
 	return m, s
 }
 
+// KnownAt reports whether the speedup at n workers was measured, by the
+// job or its category, rather than extrapolated.
+func (f Fit) KnownAt(n int) bool {
+	m, _ := f.known(n)
+	return m == n && n > 0
+}
+
 // Known reports whether the fit can estimate times.
 func (f Fit) Known() bool { return f.OneWorker > 0 }
 

@@ -418,3 +418,23 @@ func TestAOneWorkerJobRescalesAGuessedCurve(t *testing.T) {
 		}
 	}
 }
+
+// KnownAt is true at the counts the job or its category measured, and
+// nowhere for a fit that knows nothing.
+func TestKnownAtNamesTheMeasuredCounts(t *testing.T) {
+	e := estimator.New()
+	if f := e.Estimate("new", "yolov3"); f.KnownAt(1) || f.KnownAt(4) {
+		t.Error("a job nothing is known of has a known count")
+	}
+	for _, n := range []int{1, 2, 8} {
+		e.Observe("first", "yolov3", estimator.Observation{Workers: n, Seconds: 2 / float64(n)})
+	}
+	e.Finish("first")
+	e.Observe("next", "yolov3", estimator.Observation{Workers: 3, Seconds: 0.8})
+	f := e.Estimate("next", "yolov3")
+	for n := range 10 {
+		if want := n == 1 || n == 2 || n == 3 || n == 8; f.KnownAt(n) != want {
+			t.Errorf("KnownAt(%d) = %v, want %v", n, f.KnownAt(n), want)
+		}
+	}
+}

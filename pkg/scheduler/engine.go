@@ -76,6 +76,8 @@ type Engine struct {
 	nodes map[api.NodeName]int
 	// sortedNodes caches Nodes(); nil when the nodes changed.
 	sortedNodes []api.Node
+	// nodeGPUs is the buffer of the policy's Snapshot.NodeGPUs.
+	nodeGPUs []int
 	// needPlacement forces placement at the next round even if no
 	// allocation changes: after node changes, failed actions and restores,
 	// current placements may name lost nodes or overlap.
@@ -260,7 +262,7 @@ func (e *Engine) submit(ev JobSubmitted) error {
 	j := &Job{
 		ID: ev.ID, Spec: ev.Spec, Phase: api.PhaseWaiting,
 		Queue:     min(ev.Spec.Priority, e.algo.Tiresias.Queues()-1),
-		Submitted: e.now, Remaining: rem, Speedup: ev.Speedup,
+		Submitted: e.now, Remaining: rem, Speedup: ev.Speedup, Measured: ev.Measured,
 		Message: "waiting: not scheduled yet",
 	}
 	j.Spec.GPUType = e.gpuType
@@ -344,7 +346,7 @@ func (e *Engine) progress(ev Progress) error {
 		j.Remaining = -1
 	}
 	if ev.Speedup != nil {
-		j.Speedup = ev.Speedup
+		j.Speedup, j.Measured = ev.Speedup, ev.Measured
 	}
 	// Estimates matter only to policies that read them; they take effect
 	// at the next rescheduling rather than forcing one.

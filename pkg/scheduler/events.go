@@ -16,6 +16,9 @@ type JobSubmitted struct {
 	Spec      api.JobSpec
 	Remaining float64 // seconds at one GPU; 0 or negative means unknown
 	Speedup   algorithm.Speedup
+	// Measured says where Speedup was measured rather than extrapolated
+	// (algorithm.Job.Measured); nil means everywhere.
+	Measured func(n int) bool
 }
 
 // JobDeleted removes a job, whatever its phase; the backend removes what it
@@ -50,7 +53,10 @@ type NodeRemoved struct{ Name api.NodeName }
 type Progress struct {
 	ID        api.JobID
 	Remaining float64
-	Speedup   algorithm.Speedup
+	// Speedup, when not nil, replaces the job's curve, and Measured with
+	// it (as in JobSubmitted).
+	Speedup  algorithm.Speedup
+	Measured func(n int) bool
 }
 
 // SetPolicy switches the scheduling policy. An unknown name is rejected and

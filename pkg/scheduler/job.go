@@ -43,9 +43,11 @@ type Job struct {
 
 	// Remaining is the estimated remaining time at one worker, in seconds;
 	// negative means unknown. Speedup is the estimated speedup curve over
-	// workers; nil means linear.
+	// workers; nil means linear. Measured says where the curve was
+	// measured rather than extrapolated; nil means everywhere.
 	Remaining float64
 	Speedup   algorithm.Speedup
+	Measured  func(n int) bool
 
 	// Message says, in words, why the job is where it is.
 	Message string
@@ -84,6 +86,7 @@ func (j *Job) view() algorithm.Job {
 		Workers:            j.Workers,
 		Remaining:          rem,
 		Speedup:            j.Speedup,
+		Measured:           j.Measured,
 	}
 }
 

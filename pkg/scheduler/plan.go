@@ -15,17 +15,16 @@ import (
 func (e *Engine) plan() (api.Plan, error) {
 	// In submission order, from a buffer the policy does not keep.
 	snap := algorithm.Snapshot{Now: e.now, GPUs: e.GPUs(), Jobs: e.snap[:0]}
-	multiGPU := false
 	for _, j := range e.arrival {
 		snap.Jobs = append(snap.Jobs, j.view())
-		multiGPU = multiGPU || j.Spec.K() > 1
 	}
-	if multiGPU {
-		// Policies then hand out only workers that fit whole on a node.
-		for _, n := range e.nodeList() {
-			snap.NodeGPUs = append(snap.NodeGPUs, n.GPUs)
-		}
+	// With workers of several GPUs, policies hand out only workers that
+	// fit whole on a node; HeSRPT explores only sizes that tile them.
+	snap.NodeGPUs = e.nodeGPUs[:0]
+	for _, n := range e.nodeList() {
+		snap.NodeGPUs = append(snap.NodeGPUs, n.GPUs)
 	}
+	e.nodeGPUs = snap.NodeGPUs
 	e.snap = snap.Jobs
 	defer clear(e.snap) // drop the references to speedup curves until the next round
 	e.lastRound = RoundTimes{}

@@ -291,6 +291,17 @@ func (s *scenario) submit(words []string) (string, error) {
 		}
 		ev.Speedup = func(n int) float64 { return tab[min(n, len(tab))-1] }
 	}
+	if v, ok := m["measured"]; ok {
+		known := map[int]bool{}
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				return "", fmt.Errorf("measured count %q: %w", f, err)
+			}
+			known[n] = true
+		}
+		ev.Measured = func(n int) bool { return known[n] }
+	}
 	return "ok", s.engine.Step(ev)
 }
 

@@ -405,7 +405,7 @@ func (r *run) arrive(t time.Time) error {
 			Remaining: ji.steps * ji.oneWorker, Speedup: ji.speedup}
 		if r.est != nil {
 			fit := r.est.Estimate(j.Name, ji.category)
-			ev.Remaining, ev.Speedup = fit.Remaining(ji.steps), speedupOf(fit)
+			ev.Remaining, ev.Speedup, ev.Measured = fit.Remaining(ji.steps), speedupOf(fit), fit.KnownAt
 		}
 		if err := r.engine.Step(ev); err != nil {
 			return err
@@ -478,7 +478,7 @@ func (r *run) estimate(t time.Time) error {
 		if rem >= 0 {
 			rem = max(rem, 1e-9)
 		}
-		if err := r.engine.Step(scheduler.Progress{ID: id, Remaining: rem, Speedup: speedupOf(fit)}); err != nil {
+		if err := r.engine.Step(scheduler.Progress{ID: id, Remaining: rem, Speedup: speedupOf(fit), Measured: fit.KnownAt}); err != nil {
 			return err
 		}
 	}

@@ -211,8 +211,8 @@ func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 		}
 		switch {
 		case tj.Status.Phase == "" || tj.Status.Phase == v1alpha1.PhaseSubmitted:
-			rem, speedup := e.c.prior(tj)
-			if err := en.Step(scheduler.JobSubmitted{ID: id, Spec: specOf(tj, e.c.opts.Accelerators), Remaining: rem, Speedup: speedup}); err != nil {
+			rem, fit := e.c.prior(tj)
+			if err := en.Step(scheduler.JobSubmitted{ID: id, Spec: specOf(tj, e.c.opts.Accelerators), Remaining: rem, Speedup: fit.Speedup, Measured: fit.KnownAt}); err != nil {
 				return err
 			}
 			e.submitted(tj)

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 	"github.com/vodascheduler/voda/pkg/estimator"
@@ -92,14 +91,14 @@ func (e *engine) learn(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 		if _, ok := en.Job(id); !ok {
 			return nil
 		}
-		return en.Step(scheduler.Progress{ID: id, Remaining: remaining, Speedup: fit.Speedup})
+		return en.Step(scheduler.Progress{ID: id, Remaining: remaining, Speedup: fit.Speedup, Measured: fit.KnownAt})
 	})
 }
 
 // prior is what the estimator expects of a new job before it reports: its
 // category's history (remaining time at one GPU, when the spec gives
 // epochs, and speedup), else unknown and the default curve.
-func (c *Controller) prior(tj *v1alpha1.TrainingJob) (float64, algorithm.Speedup) {
+func (c *Controller) prior(tj *v1alpha1.TrainingJob) (float64, estimator.Fit) {
 	c.estMu.Lock()
 	defer c.estMu.Unlock()
 	return c.priorOf(jobID(client.ObjectKeyFromObject(tj)), category(tj), int(tj.Spec.Epochs))
@@ -107,13 +106,13 @@ func (c *Controller) prior(tj *v1alpha1.TrainingJob) (float64, algorithm.Speedup
 
 // priorOf is prior for a job known by its ID, category and epochs. The
 // caller holds estMu.
-func (c *Controller) priorOf(id api.JobID, cat string, epochs int) (float64, algorithm.Speedup) {
+func (c *Controller) priorOf(id api.JobID, cat string, epochs int) (float64, estimator.Fit) {
 	fit := c.est.Estimate(string(id), cat)
 	remaining := -1.0
 	if epochs > 0 {
 		remaining = fit.Remaining(float64(epochs))
 	}
-	return remaining, fit.Speedup
+	return remaining, fit
 }
 
 // relearn gives every job of the engine in the finished job's category
@@ -130,15 +129,15 @@ func (e *engine) relearn(en *scheduler.Engine, done scheduler.Job) error {
 		c.estMu.Lock()
 		_, reported := c.learned[j.ID]
 		var rem float64
-		var speedup algorithm.Speedup
+		var fit estimator.Fit
 		if !reported { // else its own reports say more
-			rem, speedup = c.priorOf(j.ID, cat, j.Spec.Epochs)
+			rem, fit = c.priorOf(j.ID, cat, j.Spec.Epochs)
 		}
 		c.estMu.Unlock()
 		if reported {
 			continue
 		}
-		if err := en.Step(scheduler.Progress{ID: j.ID, Remaining: rem, Speedup: speedup}); err != nil {
+		if err := en.Step(scheduler.Progress{ID: j.ID, Remaining: rem, Speedup: fit.Speedup, Measured: fit.KnownAt}); err != nil {
 			return err
 		}
 	}

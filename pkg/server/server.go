@@ -58,8 +58,8 @@ type Options struct {
 	MaxBodyBytes int64
 	// Version is reported by GET /api/v1/version.
 	Version string
-	// Now is the clock, for the names of converted MPIJobs, job timestamps
-	// and dashboard sessions; nil means time.Now.
+	// Now is the clock, for the names of converted MPIJobs; nil means
+	// time.Now.
 	Now func() time.Time
 	// Registerer, if set, receives the server's request metrics; Gatherer,
 	// if set, is served at /metrics.

@@ -223,14 +223,13 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		s.uiLoginForm(w, r, http.StatusUnauthorized, "That token is not valid.")
 		return
 	}
-	now := s.o.Now()
-	expires := now.Add(maxSession)
+	expires := s.o.Now().Add(maxSession)
 	if exp, ok := tokenExpiry(tok); ok && exp.Before(expires) {
 		expires = exp
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: sessionCookie, Value: tok, Expires: expires,
-		MaxAge: max(int(expires.Sub(now)/time.Second), 1), HttpOnly: true,
+		MaxAge: max(int(time.Until(expires)/time.Second), 1), HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: secure(r),
 	})
 	seeOther(w, next)

@@ -134,15 +134,16 @@ func upperHull(gains []float64) []hullVertex {
 // hullAppend adds p, right of every vertex of the upper concave hull h, and
 // returns the hull: the vertices that p puts on or below a chord go.
 func hullAppend(h []hullVertex, p hullVertex) []hullVertex {
-	for len(h) >= 2 {
-		a, b := h[len(h)-2], h[len(h)-1]
-		// Keep b only while it lies strictly above the segment from a to p.
-		if (b.y-a.y)*float64(p.x-a.x) > (p.y-a.y)*float64(b.x-a.x) {
-			break
-		}
+	for len(h) >= 2 && !above(h[len(h)-2], h[len(h)-1], p) {
 		h = h[:len(h)-1]
 	}
 	return append(h, p)
+}
+
+// above reports whether b lies strictly above the segment from a to p, so
+// that a hull through a, b and p keeps b.
+func above(a, b, p hullVertex) bool {
+	return (b.y-a.y)*float64(p.x-a.x) > (p.y-a.y)*float64(b.x-a.x)
 }
 
 // hullSegment is a hull edge of job d: n unit steps of gain slope each.

@@ -5,8 +5,6 @@ import (
 	"math"
 	"slices"
 	"time"
-
-	"github.com/vodascheduler/voda/pkg/api"
 )
 
 // HeSRPT is Voda's own policy for mean job completion time with elastic
@@ -65,8 +63,9 @@ import (
 //     waits is, after a finite time, ahead of any job with at least a second
 //     of work left.
 //
-// The result is deterministic: ties go to the lower snapshot index, and the
-// rounds are bounded (at most four greedy passes).
+// The result is deterministic: ties go to the smaller job ID, whatever the
+// order of the snapshot, and the rounds are bounded (at most four greedy
+// passes).
 type HeSRPT struct {
 	Config HeSRPTConfig
 }
@@ -98,16 +97,26 @@ var _ Policy = HeSRPT{}
 // Name implements Policy.
 func (HeSRPT) Name() string { return NameHeSRPT }
 
-// hsJob is a job's state in one allocation.
+// hsJob is a job's state in one allocation. The fields the greedy reads
+// on every step are kept here, and the hulls of all jobs in one buffer,
+// so that a step touches little memory.
 type hsJob struct {
-	j      *Job
-	w      float64 // weight per worker
-	perGPU float64 // (k/kmin)^−(1+Exponent): from a worker's weighted gain to a GPU's
-	hull   []hullVertex
-	next   int // index of the next hull vertex to reach
-	n      int // workers granted so far
-	cap    int // largest size allowed this round
-	floor  int // size the job keeps whatever happens (0: none)
+	j       *Job
+	w       float64 // weight per GPU: per worker, times (k/kmin)^−(1+Exponent)
+	lo, hi  int32   // the job's hull is hulls[lo:hi]
+	next    int32   // index in the hull of the next vertex to reach
+	k       int32   // GPUs per worker
+	n       int     // workers granted so far
+	cap     int     // largest size allowed this round
+	floor   int     // size the job keeps whatever happens (0: none)
+	workers int     // workers running now
+}
+
+// hsState is one allocation: the jobs and their hulls.
+type hsState struct {
+	st    []hsJob
+	hulls []hullVertex
+	node  int
 }
 
 // Allocate implements Policy.
@@ -116,18 +125,24 @@ func (p HeSRPT) Allocate(s Snapshot) (Result, error) {
 		return Result{}, err
 	}
 	cfg := p.Config.sane()
-	node := uniformNode(s.NodeGPUs)
-	st := make([]hsJob, len(s.Jobs))
+	hs := hsState{st: make([]hsJob, len(s.Jobs)), node: uniformNode(s.NodeGPUs)}
+	vertices := 0
+	for i := range s.Jobs {
+		vertices += max(s.Jobs[i].Max-s.Jobs[i].Min, 0) + 2
+	}
+	hs.hulls = make([]hullVertex, 0, vertices)
+	st := hs.st
 	unknown, kmin := unknownWork(s.Jobs), smallestWorker(s.Jobs)
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
 		a := &st[i]
-		a.j, a.cap = j, j.Max
-		a.w, a.perGPU = cfg.weight(j, s.Now, unknown, kmin)
+		a.j, a.cap, a.k, a.workers = j, j.Max, int32(j.k()), j.Workers
+		w, perGPU := cfg.weight(j, s.Now, unknown, kmin)
+		a.w = w * perGPU
 		if j.Workers > 0 && j.remaining() < 3*cfg.RestartCost*j.S(j.Workers) {
 			a.floor = j.Workers
 		}
-		a.hull = hsHull(j, a.cap, node)
+		hs.hull(a)
 	}
 	// Jobs that keep their size take it first, by ID.
 	var floors []int
@@ -138,39 +153,35 @@ func (p HeSRPT) Allocate(s Snapshot) (Result, error) {
 	}
 	slices.SortFunc(floors, func(x, y int) int { return cmp.Compare(st[x].j.ID, st[y].j.ID) })
 	var c capacity
-	h := hsHeap{}
+	h := hsHeap{q: make([]hsItem, 0, len(st)), st: st}
 	for round := 0; ; round++ {
 		c = newCapacity(&s)
-		h = h[:0]
+		h.q = h.q[:0]
 		for i := range st {
 			st[i].n, st[i].next = 0, 1
 		}
-		kept := make(map[int]bool, len(floors))
 		for _, i := range floors {
 			a := &st[i]
-			if c.fits(a.j.k(), a.floor) {
+			if c.fits(int(a.k), a.floor) {
 				a.n = a.floor
-				c.take(a.j.k(), a.n)
-				kept[i] = true
+				c.take(int(a.k), a.n)
+				a.next = -1 // kept: not in the greedy
 			}
 		}
 		for i := range st {
 			a := &st[i]
-			if kept[i] {
-				continue
-			}
-			if len(a.hull) > 1 {
-				h.push(hsItem{i, a.value(cfg.Hysteresis), a.j.ID})
+			if a.next > 0 && a.hi-a.lo > 1 {
+				h.push(hsItem{hs.value(a, cfg.Hysteresis), int32(i)})
 			}
 		}
-		for len(h) > 0 && c.free > 0 {
+		for len(h.q) > 0 && c.free > 0 {
 			it := h.pop()
 			a := &st[it.job]
-			if a.grow(&c, node) {
-				h.push(hsItem{it.job, a.value(cfg.Hysteresis), it.id})
+			if hs.grow(a, &c) {
+				h.push(hsItem{hs.value(a, cfg.Hysteresis), it.job})
 			}
 		}
-		if !hsBreakEven(st, cfg, node) || round == 3 {
+		if !hs.breakEven(cfg) || round == 3 {
 			break
 		}
 	}
@@ -292,49 +303,55 @@ func packs(j *Job, n, node int) bool {
 	return g <= node && node%g == 0 || g%node == 0
 }
 
-// hsHull returns the upper concave hull of (0, 0) and (n, S(n)) over the
-// sizes n in [Min, limit] that pack, dropping every size no faster than a
-// smaller one. limit itself is kept when it is the job's current size, so
-// a job held at its size is not rounded down.
-func hsHull(j *Job, limit, node int) []hullVertex {
-	h := []hullVertex{{0, 0}}
+// hull sets the job's hull to the upper concave hull of (0, 0) and
+// (n, S(n)) over the sizes n in [Min, cap] that pack, dropping every size
+// no faster than a smaller one. cap itself is kept when it is the job's
+// current size, so a job held at its size is not rounded down.
+func (hs *hsState) hull(a *hsJob) {
+	j, limit := a.j, a.cap
+	lo := len(hs.hulls)
+	hs.hulls = append(hs.hulls, hullVertex{0, 0})
 	best := 0.0
 	for n := j.Min; n <= limit; n++ {
-		if !packs(j, n, node) && !(n == limit && n == j.Workers) {
+		if !packs(j, n, hs.node) && !(n == limit && n == j.Workers) {
 			continue
 		}
 		if s := j.S(n); s > best {
 			best = s
-			h = hullAppend(h, hullVertex{n, s})
+			h := hs.hulls
+			for len(h)-lo >= 2 && !above(h[len(h)-2], h[len(h)-1], hullVertex{n, s}) {
+				h = h[:len(h)-1]
+			}
+			hs.hulls = append(h, hullVertex{n, s})
 		}
 	}
-	return h
+	a.lo, a.hi = int32(lo), int32(len(hs.hulls))
 }
 
 // value is the weighted gain per GPU of the job's next hull segment.
-func (a *hsJob) value(hysteresis float64) float64 {
-	u, v := a.hull[a.next-1], a.hull[a.next]
+func (hs *hsState) value(a *hsJob, hysteresis float64) float64 {
+	u, v := hs.hulls[a.lo+a.next-1], hs.hulls[a.lo+a.next]
 	val := a.w * (v.y - u.y) / float64(v.x-u.x)
-	if v.x <= a.j.Workers {
+	if v.x <= a.workers {
 		val *= 1 + hysteresis
 	}
-	return val * a.perGPU
+	return val
 }
 
 // grow grants the job its next hull segment, or the largest packing part
 // of it that fits; it reports whether the job can take more.
-func (a *hsJob) grow(c *capacity, node int) bool {
-	v := a.hull[a.next]
-	k := a.j.k()
+func (hs *hsState) grow(a *hsJob, c *capacity) bool {
+	v := hs.hulls[a.lo+a.next]
+	k := int(a.k)
 	if c.fits(k, v.x-a.n) {
 		c.take(k, v.x-a.n)
 		a.n = v.x
 		a.next++
-		return a.next < len(a.hull)
+		return a.lo+a.next < a.hi
 	}
 	for m := c.most(k, v.x-a.n-1); m > 0; m-- {
 		n := a.n + m
-		if n >= a.j.Min && packs(a.j, n, node) && a.j.S(n) > a.j.S(a.n) {
+		if n >= a.j.Min && packs(a.j, n, hs.node) && a.j.S(n) > a.j.S(a.n) {
 			c.take(k, m)
 			a.n = n
 			break
@@ -343,13 +360,13 @@ func (a *hsJob) grow(c *capacity, node int) bool {
 	return false
 }
 
-// hsBreakEven holds every running job whose growth does not pay for its
+// breakEven holds every running job whose growth does not pay for its
 // restart at its current size, and reports whether any was held.
-func hsBreakEven(st []hsJob, cfg HeSRPTConfig, node int) bool {
+func (hs *hsState) breakEven(cfg HeSRPTConfig) bool {
 	held := false
-	for i := range st {
-		a := &st[i]
-		cur := a.j.Workers
+	for i := range hs.st {
+		a := &hs.st[i]
+		cur := a.workers
 		if cur == 0 || a.n <= cur || a.cap <= cur {
 			continue
 		}
@@ -357,7 +374,7 @@ func hsBreakEven(st []hsJob, cfg HeSRPTConfig, node int) bool {
 		hold := min(cfg.Horizon, a.j.remaining()/sn)
 		if (sn-sc)*(hold-cfg.RestartCost) <= cfg.RestartCost*sc {
 			a.cap = cur
-			a.hull = hsHull(a.j, cur, node)
+			hs.hull(a)
 			held = true
 		}
 	}
@@ -366,28 +383,30 @@ func hsBreakEven(st []hsJob, cfg HeSRPTConfig, node int) bool {
 
 // hsItem is a job in the greedy's queue with the value of its next segment.
 type hsItem struct {
-	job   int
 	value float64
-	id    api.JobID
+	job   int32
 }
 
 // hsHeap is a max-heap of items by value, ties to the smaller job ID, so
 // the result does not depend on the order of the snapshot's jobs.
-type hsHeap []hsItem
+type hsHeap struct {
+	q  []hsItem
+	st []hsJob
+}
 
-func (h hsHeap) before(a, b int) bool {
-	if h[a].value != h[b].value {
-		return h[a].value > h[b].value
+func (h *hsHeap) before(a, b int) bool {
+	if h.q[a].value != h.q[b].value {
+		return h.q[a].value > h.q[b].value
 	}
-	return h[a].id < h[b].id
+	return h.st[h.q[a].job].j.ID < h.st[h.q[b].job].j.ID
 }
 
 func (h *hsHeap) push(x hsItem) {
-	*h = append(*h, x)
-	q := *h
+	h.q = append(h.q, x)
+	q := h.q
 	for i := len(q) - 1; i > 0; {
 		p := (i - 1) / 2
-		if !q.before(i, p) {
+		if !h.before(i, p) {
 			break
 		}
 		q[i], q[p] = q[p], q[i]
@@ -396,17 +415,18 @@ func (h *hsHeap) push(x hsItem) {
 }
 
 func (h *hsHeap) pop() hsItem {
-	q := *h
+	q := h.q
 	top := q[0]
 	last := len(q) - 1
 	q[0] = q[last]
 	q = q[:last]
+	h.q = q
 	for i := 0; ; {
 		l, b := 2*i+1, i
-		if l < len(q) && q.before(l, b) {
+		if l < len(q) && h.before(l, b) {
 			b = l
 		}
-		if l+1 < len(q) && q.before(l+1, b) {
+		if l+1 < len(q) && h.before(l+1, b) {
 			b = l + 1
 		}
 		if b == i {
@@ -415,6 +435,5 @@ func (h *hsHeap) pop() hsItem {
 		q[i], q[b] = q[b], q[i]
 		i = b
 	}
-	*h = q
 	return top
 }

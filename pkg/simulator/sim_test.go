@@ -3,6 +3,8 @@ package simulator
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,6 +187,57 @@ func TestSRPTMeanFlow(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestPartitionBound(t *testing.T) {
+	// x is short on the shared server but slow alone; the ys queue behind
+	// each other. Isolated: (100+5+5+5)/4; SRPT: (1+6+11+16)/4; with x's
+	// isolated time and SRPT for the ys: (100+5+10+15)/4.
+	tasks := []srptTask{{0, 1}, {0, 5}, {0, 5}, {0, 5}}
+	iso := []float64{100, 5, 5, 5}
+	if got, want := partitionBound(iso, tasks), 130.0/4; got != want {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if got := partitionBound(nil, nil); got != 0 {
+		t.Errorf("no jobs: got %v, want 0", got)
+	}
+}
+
+// TestPartitionBoundIsAPartition checks, on random small instances against
+// every subset, that the bound is never below the isolated and capacity
+// bounds and never above the best subset (each subset's value is a valid
+// bound, so the best is the most the search may return).
+func TestPartitionBoundIsAPartition(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		n := 1 + r.IntN(7)
+		tasks, iso := make([]srptTask, n), make([]float64, n)
+		isoSum := 0.0
+		for i := range n {
+			tasks[i] = srptTask{float64(r.IntN(20)), 1 + float64(r.IntN(10))}
+			iso[i] = tasks[i].size * (1 + 4*r.Float64())
+			isoSum += iso[i]
+		}
+		best := 0.0
+		for mask := range 1 << n {
+			skip := make([]bool, n)
+			sum := 0.0
+			for i := range n {
+				if mask&(1<<i) != 0 {
+					skip[i], sum = true, sum+iso[i]
+				}
+			}
+			for _, f := range srptFlows(tasks, skip) {
+				sum += f
+			}
+			best = max(best, sum/float64(n))
+		}
+		got := partitionBound(iso, tasks)
+		if got < isoSum/float64(n)-1e-9 || got < srptMeanFlow(slices.Clone(tasks))-1e-9 || got > best+1e-9 {
+			t.Fatalf("tasks %v iso %v: bound %v, isolated %v, SRPT %v, best subset %v",
+				tasks, iso, got, isoSum/float64(n), srptMeanFlow(slices.Clone(tasks)), best)
+		}
 	}
 }
 

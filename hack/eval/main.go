@@ -278,11 +278,11 @@ the artifact's jobs ran one process per GPU. Policies
 see true speedup curves and remaining times. Utilisation is allocated
 GPU-seconds over 64 GPUs × makespan; *useful* utilisation weights them by
 each job's scaling efficiency. The bound is the lower bound on mean JCT of
-the policy's class: some jobs run alone at their best size, the others by
-preemptive SRPT on the total capacity without them, for the subset of jobs
-that makes this largest (never below the isolated or the capacity bound
-alone; docs/simulator.md): rigid for FIFO/SRJF/Tiresias, elastic GPU count
-with a fixed batch for the others.
+the policy's class, the larger of two: some jobs alone at their best size
+and the others by preemptive SRPT on the total capacity without them, and
+a fluid bound in which every job is held to its best speed while all share
+the 64 GPUs (docs/simulator.md): rigid for FIFO/SRJF/Tiresias, elastic GPU
+count with a fixed batch for the others.
 
 ## Pollux-artifact conditions
 

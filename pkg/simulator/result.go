@@ -56,12 +56,16 @@ func rigid(policy string) bool {
 // capacity bound (preemptive SRPT on one server of capacity G processing
 // each job's least GPU-seconds), and combines them (partitionBound): the
 // jobs of any subset A take at least their isolated times, and the others
-// at least what SRPT gives them on the whole capacity with A gone.
+// at least what SRPT gives them on the whole capacity with A gone. It is
+// the larger of that and the fluid bound (fluid.go), in which every job
+// is held to its best speed and all share the G GPUs at once.
 func (r *run) lowerBound(rigid bool) float64 {
 	g := r.cfg.Nodes * r.cfg.GPUsPerNode
 	delay := r.cfg.RestartDelay.Seconds()
 	var iso []float64
 	var tasks []srptTask
+	var fluid []fluidJob
+	rest := 0.0 // Σ t_j/2 − r_j: from the fluid minimum to a flow time bound
 	for _, j := range r.w.Jobs {
 		ji := r.info[api.JobID(j.Name)]
 		lo, hi, k := ji.spec.MinWorkers, ji.spec.MaxWorkers, ji.spec.K()
@@ -76,8 +80,13 @@ func (r *run) lowerBound(rigid bool) float64 {
 		}
 		iso = append(iso, delay+best)
 		tasks = append(tasks, srptTask{release: j.Submit.Seconds(), size: leastGPUSec / float64(g)})
+		fluid = append(fluid, fluidJob{R: j.Submit.Seconds() + delay, W: leastGPUSec, c: leastGPUSec / best})
+		rest += best/2 - j.Submit.Seconds()
 	}
-	return partitionBound(iso, tasks)
+	n := float64(len(tasks))
+	pb := partitionBound(iso, tasks)
+	fb := (fluidBound(fluid, float64(g)) + rest) / n
+	return max(pb, fb)
 }
 
 // partitionBound returns a lower bound on the mean flow time of jobs that

@@ -280,9 +280,10 @@ GPU-seconds over 64 GPUs × makespan; *useful* utilisation weights them by
 each job's scaling efficiency. The bound is the lower bound on mean JCT of
 the policy's class, the larger of two: some jobs alone at their best size
 and the others by preemptive SRPT on the total capacity without them, and
-a fluid bound in which every job is held to its best speed while all share
-the 64 GPUs (docs/simulator.md): rigid for FIFO/SRJF/Tiresias, elastic GPU
-count with a fixed batch for the others.
+a fluid bound in which all jobs share the 64 GPUs, each no faster than at
+its best size and paying for speed in GPUs along its own curve
+(docs/simulator.md): rigid for FIFO/SRJF/Tiresias, elastic GPU count with a
+fixed batch for the others.
 
 ## Pollux-artifact conditions
 

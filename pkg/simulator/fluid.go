@@ -4,99 +4,209 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"sync"
 )
 
-// The fluid bound. A job j of a policy's class needs at least W_j
-// GPU-seconds (its least over the sizes it may take), cannot finish in
-// less than t_j seconds (its best time), and does no work in the restart
-// delay d after its first start. Measure its progress in GPU-seconds at
-// that least cost: it then advances at a rate x_j(τ) of at most
-// c_j = W_j/t_j, the jobs' rates never sum to more than the G GPUs, and
-// x_j is 0 before R_j = r_j + d. Its completion C_j is at least F_j + t_j/2,
-// F_j = (1/W_j)∫τ x_j(τ)dτ being the mean time of its work: a rate of at
-// most c_j spreads W_j over at least t_j seconds before C_j. So the mean
-// flow time is at least the minimum over such fluid schedules of
-// Σ (F_j + t_j/2 − r_j) / n. Where the isolated bound lets every job run
-// at its best size at once, this one makes the jobs that overlap share G.
+// The fluid bound. Measure a job's progress as the fraction x_j(τ) of it
+// done per second. Whatever a policy does, the job runs at some size n at
+// a time, progressing at 1/t_n per second on n GPUs (t_n its time at n
+// packed into nodes; a spread placement is slower), after a restart delay
+// d on every start. Relax that: let the job run at any speed s up to
+// 1/t_best, on the GPUs the upper concave hull of its points (n, 1/t_n)
+// and (0, 0) needs for s, which is never more than a real size needs; let
+// jobs share the G GPUs at once, and let each start work at R_j = r_j + d.
+// Its completion C_j is then at least F_j + t_best/2, F_j = ∫τ x_j(τ)dτ
+// being the mean time of its work (a speed of at most 1/t_best spreads the
+// work over at least t_best seconds before C_j), so the mean flow time is
+// at least the least Σ (F_j + t_j/2 − r_j) / n over fluid schedules. Where
+// the isolated bound lets every job run at its best size at once, here the
+// jobs that overlap share G, and a job that runs fast pays for it in GPUs.
 //
-// The minimum is a linear program; fluidBound bounds it from below by weak
-// duality, which needs no solver and no care about optimality: for any
-// numbers μ_j and any π(τ) ≥ 0,
+// With the hull cut into segments k of speed width Δs_jk that need γ_jk
+// GPUs per unit of speed (γ rising along the hull), the least is a linear
+// program; fluidBound bounds it from below by weak duality, which needs no
+// solver and no care about optimality: for any numbers μ_j and π(τ) ≥ 0,
 //
-//	Σ_j ∫ x_j τ/W_j dτ ≥ Σ_j μ_j W_j − ∫ G π(τ) dτ − Σ_j c_j ∫_{τ≥R_j} (μ_j − π(τ) − τ/W_j)^+ dτ
+//	Σ_j F_j ≥ Σ_j μ_j − ∫ G π(τ) dτ − Σ_jk Δs_jk ∫_{τ≥R_j} (μ_j − γ_jk π(τ) − τ)^+ dτ
 //
-// (each unit of work done at τ costs τ/W_j ≥ μ_j − π(τ) − ν_j(τ) with
-// ν_j the positive part, and Σ x_j ≤ G, x_j ≤ c_j). π is taken constant on
-// each of a few hundred slots, so every integral is exact; μ and π are
-// searched for (prices from a greedy fluid schedule, then subgradient
-// steps), and whatever they are, the value is a valid bound.
+// (work done at τ costs τ ≥ μ_j − γ_jk π(τ) − ν_jk(τ), ν the positive
+// part; a job does all its work, the GPUs used are at most G, and each
+// segment runs at most at its width). π is taken constant on each of a few
+// hundred slots, so every integral is exact; μ and π are searched for
+// (completions of a greedy fluid schedule, then subgradient steps), and
+// whatever they are, the value is a valid bound.
 
-// fluidJob is a job of the fluid relaxation: released at R, W GPU-seconds
-// of work, at most c of them per second.
-type fluidJob struct{ R, W, c float64 }
+// fluidSeg is a piece of a job's speed hull: Δs more speed (fraction of
+// the job per second) at gpu GPUs per unit of speed.
+type fluidSeg struct{ ds, gpu float64 }
+
+// fluidJob is a job of the fluid relaxation: it may work from R on, along
+// its hull's segments, cheapest first.
+type fluidJob struct {
+	R    float64
+	segs []fluidSeg
+}
+
+// best is the job's best time, 1 / its top speed.
+func (j *fluidJob) best() float64 {
+	s := 0.0
+	for _, g := range j.segs {
+		s += g.ds
+	}
+	return 1 / s
+}
+
+// fluidHull returns the segments of the upper concave hull of (0, 0) and
+// the points (gpus[i], speed[i]), gpus rising.
+func fluidHull(gpus, speed []float64) []fluidSeg {
+	type pt struct{ x, y float64 }
+	h := []pt{{0, 0}}
+	for i := range gpus {
+		p := pt{gpus[i], speed[i]}
+		if !(p.y > h[len(h)-1].y) {
+			continue // no faster than fewer GPUs
+		}
+		for len(h) >= 2 {
+			a, b := h[len(h)-2], h[len(h)-1]
+			if (b.y-a.y)*(p.x-a.x) > (p.y-a.y)*(b.x-a.x) {
+				break
+			}
+			h = h[:len(h)-1]
+		}
+		h = append(h, p)
+	}
+	segs := make([]fluidSeg, 0, len(h)-1)
+	for i := 1; i < len(h); i++ {
+		ds := h[i].y - h[i-1].y
+		segs = append(segs, fluidSeg{ds, (h[i].x - h[i-1].x) / ds})
+	}
+	return segs
+}
 
 // fluidSlots is the number of slots π is constant on.
-const fluidSlots = 400
+const fluidSlots = 300
+
+// fluidCache keeps bounds already computed: every policy run on a
+// workload asks for the same one.
+var fluidCache struct {
+	sync.Mutex
+	m map[uint64]float64
+}
+
+// fluidMaxSegments caps the size of the relaxation fluidBound takes on
+// (its greedy schedule grows with jobs × segments × events): about 2 000
+// jobs of ten hull segments each.
+const fluidMaxSegments = 20000
 
 // fluidBound returns a lower bound on Σ_j F_j over the fluid schedules of
-// jobs on g GPUs (see above); 0 when there are no jobs.
-func fluidBound(jobs []fluidJob, g float64) float64 {
+// jobs on g GPUs (see above), and false when it has none: no jobs, a job
+// that cannot run, or more than fluidMaxSegments hull segments.
+func fluidBound(jobs []fluidJob, g float64) (float64, bool) {
 	n := len(jobs)
 	if n == 0 || !(g > 0) {
-		return 0
+		return 0, false
 	}
+	segs := 0
 	for _, j := range jobs {
-		if !(j.W > 0) || !(j.c > 0) || math.IsInf(j.W, 0) || math.IsInf(j.c, 0) {
-			return 0
+		if len(j.segs) == 0 || math.IsNaN(j.R) || math.IsInf(j.R, 0) {
+			return 0, false
 		}
+		for _, s := range j.segs {
+			if !(s.ds > 0) || !(s.gpu > 0) || math.IsInf(s.ds, 0) || math.IsInf(s.gpu, 0) {
+				return 0, false
+			}
+		}
+		segs += len(j.segs)
 	}
-	mu := greedyPrices(jobs, g)
+	if segs > fluidMaxSegments {
+		return 0, false
+	}
+	key := fluidKey(jobs, g)
+	fluidCache.Lock()
+	v, ok := fluidCache.m[key]
+	fluidCache.Unlock()
+	if ok {
+		return v, true
+	}
+	mu, primal := greedyPrices(jobs, g)
 	best := math.Inf(-1)
-	// Each evaluation costs about fluidSlots × n log n; stay within a budget
-	// so that large traces pay a few hundred milliseconds at most.
-	iters := int(min(40, max(3, 2e7/(fluidSlots*float64(n)*math.Log2(float64(n)+2)))))
+	// Each evaluation costs about fluidSlots × segments × log(segments);
+	// stay within a budget of about a second.
+	iters := int(min(40, max(3, 3e8/(fluidSlots*float64(segs)*math.Log2(float64(segs)+2)))))
 	recv := make([]float64, n)
 	eta := 0.5
 	for range iters {
-		d := fluidDual(jobs, g, mu, recv)
-		best = max(best, d)
-		for i, j := range jobs {
-			mu[i] += eta * (j.W - recv[i]) / (j.W * j.c)
+		best = max(best, fluidDual(jobs, g, mu, recv))
+		for i := range jobs {
+			mu[i] += eta * (1 - recv[i]) * jobs[i].best()
 		}
 		eta *= 0.9
 	}
-	return best
+	// The greedy schedule is feasible, so by weak duality no bound is
+	// above its value; one that were would be a bug, and no bound is
+	// better than a wrong one.
+	if !(best <= primal*(1+1e-9)) {
+		return 0, false
+	}
+	fluidCache.Lock()
+	if fluidCache.m == nil || len(fluidCache.m) > 1024 {
+		fluidCache.m = map[uint64]float64{}
+	}
+	fluidCache.m[key] = best
+	fluidCache.Unlock()
+	return best, true
 }
 
-// greedyPrices returns μ_j = C_j/W_j for the completions C_j of a greedy
-// fluid schedule (the least work first, each at its rate cap).
-func greedyPrices(jobs []fluidJob, g float64) []float64 {
+// fluidKey hashes the jobs and GPUs (FNV-1a over the bits).
+func fluidKey(jobs []fluidJob, g float64) uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(f float64) {
+		b := math.Float64bits(f)
+		for range 8 {
+			h ^= b & 0xff
+			h *= 1099511628211
+			b >>= 8
+		}
+	}
+	mix(g)
+	for _, j := range jobs {
+		mix(j.R)
+		mix(float64(len(j.segs)))
+		for _, s := range j.segs {
+			mix(s.ds)
+			mix(s.gpu)
+		}
+	}
+	return h
+}
+
+// greedyPrices returns μ_j = C_j, the completions of a greedy fluid
+// schedule, and its Σ_j F_j. At every release and completion it hands
+// the GPUs out a hull segment at a time, the segment whose GPUs would
+// finish its job's remaining work cheapest first (remaining share ×
+// GPUs per unit of speed), so that short jobs and efficient speeds go
+// first and no job climbs to an expensive speed while another waits for
+// a cheap one.
+func greedyPrices(jobs []fluidJob, g float64) ([]float64, float64) {
 	n := len(jobs)
 	rem := make([]float64, n)
 	byR := make([]int, n)
-	for i, j := range jobs {
-		rem[i], byR[i] = j.W, i
+	for i := range jobs {
+		rem[i], byR[i] = 1, i
 	}
 	slices.SortStableFunc(byR, func(a, b int) int { return cmp.Compare(jobs[a].R, jobs[b].R) })
-	less := func(a, b int) int {
-		if c := cmp.Compare(jobs[a].W, jobs[b].W); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	}
 	mu := make([]float64, n)
-	var active []int // released and unfinished, the least work first
-	type run struct {
-		i    int
-		rate float64
+	var active []int
+	type seg struct {
+		key  float64
+		i, k int
 	}
-	var runs []run
-	now, next := 0.0, 0
+	var segs []seg
+	rate := make([]float64, n)
+	now, next, sumF := 0.0, 0, 0.0
 	for left := n; left > 0; {
 		for ; next < n && jobs[byR[next]].R <= now; next++ {
-			i := byR[next]
-			at, _ := slices.BinarySearchFunc(active, i, less)
-			active = slices.Insert(active, at, i)
+			active = append(active, byR[next])
 		}
 		release := math.Inf(1)
 		if next < n {
@@ -106,77 +216,111 @@ func greedyPrices(jobs []fluidJob, g float64) []float64 {
 			now = release
 			continue
 		}
-		free, dt := g, release-now
-		runs = runs[:0]
+		segs = segs[:0]
 		for _, i := range active {
+			for k, s := range jobs[i].segs {
+				segs = append(segs, seg{rem[i] * s.gpu, i, k})
+			}
+		}
+		slices.SortFunc(segs, func(a, b seg) int {
+			if c := cmp.Compare(a.key, b.key); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.i, b.i); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.k, b.k)
+		})
+		free, dt := g, release-now
+		for _, i := range active {
+			rate[i] = 0
+		}
+		for _, sg := range segs {
 			if free <= 0 {
 				break
 			}
-			r := min(jobs[i].c, free)
-			free -= r
-			runs = append(runs, run{i, r})
-			dt = min(dt, rem[i]/r)
+			s := jobs[sg.i].segs[sg.k]
+			take := min(s.ds, free/s.gpu)
+			rate[sg.i] += take
+			if free -= take * s.gpu; free <= 1e-12*g {
+				free = 0
+			}
+		}
+		for _, i := range active {
+			if rate[i] > 0 {
+				dt = min(dt, rem[i]/rate[i])
+			}
+		}
+		for _, i := range active {
+			sumF += rate[i] * ((now+dt)*(now+dt) - now*now) / 2
 		}
 		now += dt
 		done := false
-		for _, r := range runs {
-			if rem[r.i] -= r.rate * dt; rem[r.i] <= 1e-9*jobs[r.i].W {
-				rem[r.i], mu[r.i], done = 0, now/jobs[r.i].W, true
-				left--
+		for _, i := range active {
+			if rate[i] > 0 {
+				if rem[i] -= rate[i] * dt; rem[i] <= 1e-9 {
+					rem[i], mu[i], done = 0, now, true
+					left--
+				}
 			}
 		}
 		if done {
 			active = slices.DeleteFunc(active, func(i int) bool { return rem[i] == 0 })
 		}
 	}
-	return mu
+	return mu, sumF
 }
 
 // fluidDual returns the dual value for prices mu, with π chosen on each
-// slot, and sets recv[j] to the work job j would take at those prices (the
-// subgradient is W_j − recv[j]).
+// slot, and sets recv[j] to the share of job j done at those prices (the
+// subgradient is 1 − recv[j]).
 func fluidDual(jobs []fluidJob, g float64, mu, recv []float64) float64 {
 	clear(recv)
-	lo, hi := math.Inf(1), 0.0
+	lo, hi := math.Inf(1), math.Inf(-1)
 	val := 0.0
 	for i, j := range jobs {
 		lo = min(lo, j.R)
-		hi = max(hi, mu[i]*j.W) // past μ_j W_j the job's term is 0 for π ≥ 0
-		val += mu[i] * j.W
+		hi = max(hi, mu[i]) // past μ_j the job's terms are 0 for π ≥ 0
+		val += mu[i]
 	}
 	if !(hi > lo) {
 		return val
 	}
 	width := (hi - lo) / fluidSlots
-	type cand struct{ v, c float64 }
-	cs := make([]cand, 0, len(jobs))
+	type cand struct{ v, gpus float64 }
+	var cs []cand
 	for s := range fluidSlots {
 		t0 := lo + float64(s)*width
 		t1, mid := t0+width, t0+width/2
-		// π: where the rates of the jobs still worth more than π fill g.
+		// π: the value per GPU at which the segments worth more fill g.
 		cs = cs[:0]
 		for i, j := range jobs {
-			if j.R <= mid {
-				if v := mu[i] - mid/j.W; v > 0 {
-					cs = append(cs, cand{v, j.c})
+			if j.R <= mid && mu[i] > mid {
+				for _, sg := range j.segs {
+					cs = append(cs, cand{(mu[i] - mid) / sg.gpu, sg.ds * sg.gpu})
 				}
 			}
 		}
 		slices.SortFunc(cs, func(a, b cand) int { return cmp.Compare(b.v, a.v) })
-		pi, sum := 0.0, 0.0
+		pi, used := 0.0, 0.0
 		for _, c := range cs {
-			if sum += c.c; sum >= g {
+			if used += c.gpus; used >= g {
 				pi = c.v
 				break
 			}
 		}
 		val -= g * pi * width
 		for i, j := range jobs {
-			a, m := 1/j.W, mu[i]-pi
-			from, to := max(t0, j.R), min(t1, m*j.W)
-			if to > from {
-				val -= j.c * (m*(to-from) - a*(to*to-from*from)/2)
-				recv[i] += j.c * (to - from)
+			if mu[i] <= t0 || j.R >= t1 {
+				continue
+			}
+			for _, sg := range j.segs {
+				m := mu[i] - sg.gpu*pi
+				from, to := max(t0, j.R), min(t1, m)
+				if to > from {
+					val -= sg.ds * (m*(to-from) - (to*to-from*from)/2)
+					recv[i] += sg.ds * (to - from)
+				}
 			}
 		}
 	}

@@ -57,8 +57,8 @@ func rigid(policy string) bool {
 // each job's least GPU-seconds), and combines them (partitionBound): the
 // jobs of any subset A take at least their isolated times, and the others
 // at least what SRPT gives them on the whole capacity with A gone. It is
-// the larger of that and the fluid bound (fluid.go), in which every job
-// is held to its best speed and all share the G GPUs at once.
+// the larger of that and the fluid bound (fluid.go), in which all jobs
+// share the G GPUs at once, each paying for speed in GPUs along its curve.
 func (r *run) lowerBound(rigid bool) float64 {
 	g := r.cfg.Nodes * r.cfg.GPUsPerNode
 	delay := r.cfg.RestartDelay.Seconds()
@@ -73,20 +73,24 @@ func (r *run) lowerBound(rigid bool) float64 {
 			lo, hi = ji.spec.RequestedWorkers, ji.spec.RequestedWorkers
 		}
 		best, leastGPUSec := math.Inf(1), math.Inf(1)
+		var gpus, speed []float64
 		for n := lo; n <= min(hi, g/k); n++ {
 			t := ji.steps * ji.model.StepSeconds(sim.PackedShape(n*k, r.cfg.GPUsPerNode), j.Batch)
 			best = min(best, t)
 			leastGPUSec = min(leastGPUSec, float64(n*k)*t)
+			gpus, speed = append(gpus, float64(n*k)), append(speed, 1/t)
 		}
 		iso = append(iso, delay+best)
 		tasks = append(tasks, srptTask{release: j.Submit.Seconds(), size: leastGPUSec / float64(g)})
-		fluid = append(fluid, fluidJob{R: j.Submit.Seconds() + delay, W: leastGPUSec, c: leastGPUSec / best})
+		fluid = append(fluid, fluidJob{R: j.Submit.Seconds() + delay, segs: fluidHull(gpus, speed)})
 		rest += best/2 - j.Submit.Seconds()
 	}
 	n := float64(len(tasks))
 	pb := partitionBound(iso, tasks)
-	fb := (fluidBound(fluid, float64(g)) + rest) / n
-	return max(pb, fb)
+	if fb, ok := fluidBound(fluid, float64(g)); ok {
+		return max(pb, (fb+rest)/n)
+	}
+	return pb
 }
 
 // partitionBound returns a lower bound on the mean flow time of jobs that

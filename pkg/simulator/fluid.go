@@ -9,8 +9,8 @@ import (
 
 // The fluid bound. Measure a job's progress as the fraction x_j(τ) of it
 // done per second. Whatever a policy does, the job runs at some size n at
-// a time, progressing at 1/t_n per second on n GPUs (t_n its time at n
-// packed into nodes; a spread placement is slower), after a restart delay
+// a time, progressing at 1/t_n per second on n GPUs (t_n its least time
+// at n GPUs over the placements that fit), after a restart delay
 // d on every start. Relax that: let the job run at any speed s up to
 // 1/t_best, on the GPUs the upper concave hull of its points (n, 1/t_n)
 // and (0, 0) needs for s, which is never more than a real size needs; let

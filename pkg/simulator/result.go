@@ -8,7 +8,6 @@ import (
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/api"
-	"github.com/vodascheduler/voda/pkg/cluster/sim"
 )
 
 func (r *run) result() Result {
@@ -59,6 +58,8 @@ func rigid(policy string) bool {
 // at least what SRPT gives them on the whole capacity with A gone. It is
 // the larger of that and the fluid bound (fluid.go), in which all jobs
 // share the G GPUs at once, each paying for speed in GPUs along its curve.
+// A job's time at a size is its least over the placements that fit the
+// cluster (Model.FastestStepSeconds): a spread placement can be faster.
 func (r *run) lowerBound(rigid bool) float64 {
 	g := r.cfg.Nodes * r.cfg.GPUsPerNode
 	delay := r.cfg.RestartDelay.Seconds()
@@ -75,7 +76,7 @@ func (r *run) lowerBound(rigid bool) float64 {
 		best, leastGPUSec := math.Inf(1), math.Inf(1)
 		var gpus, speed []float64
 		for n := lo; n <= min(hi, g/k); n++ {
-			t := ji.steps * ji.model.StepSeconds(sim.PackedShape(n*k, r.cfg.GPUsPerNode), j.Batch)
+			t := ji.steps * ji.model.FastestStepSeconds(n*k, r.cfg.GPUsPerNode, r.cfg.Nodes, j.Batch)
 			best = min(best, t)
 			leastGPUSec = min(leastGPUSec, float64(n*k)*t)
 			gpus, speed = append(gpus, float64(n*k)), append(speed, 1/t)

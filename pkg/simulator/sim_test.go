@@ -29,6 +29,12 @@ func (m fakeModel) StepSeconds(shape []int, _ int) float64 {
 	}
 	return t
 }
+func (m fakeModel) FastestStepSeconds(n, perNode, _, _ int) float64 {
+	if n <= perNode {
+		return 1 / float64(n)
+	}
+	return 1.25 / float64(n)
+}
 func (m fakeModel) Steps(int) float64  { return m.steps }
 func (m fakeModel) MaxWorkers(int) int { return 8 }
 

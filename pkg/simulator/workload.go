@@ -19,6 +19,10 @@ type Model interface {
 	// StepSeconds is the time of one optimizer step at a global batch on a
 	// placement with shape[i] GPUs on node i.
 	StepSeconds(shape []int, batch int) float64
+	// FastestStepSeconds is at most StepSeconds over every placement of n
+	// GPUs on at most maxNodes nodes of perNode GPUs: the lower bounds need
+	// it, as a spread placement is not always slower.
+	FastestStepSeconds(n, perNode, maxNodes, batch int) float64
 	// Steps is the work to finish at a fixed global batch.
 	Steps(batch int) float64
 	// MaxWorkers is the largest useful GPU count at a global batch.

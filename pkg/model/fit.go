@@ -27,7 +27,7 @@ func speedSamples(m *Model, ms *measuredSpeed) []speedSample {
 	}
 	slices.Sort(keys)
 	for _, key := range keys {
-		nodes, gpus := keyCounts(key)
+		nodes, gpus, _ := keyCounts(key)
 		c := ms.placements[key]
 		for i, l := range c.local {
 			if inRange(l) {
@@ -51,13 +51,14 @@ func speedSamples(m *Model, ms *measuredSpeed) []speedSample {
 	return out
 }
 
-// keyCounts returns the node and GPU counts of a placement key.
-func keyCounts(key int64) (nodes, gpus int) {
+// keyCounts returns the node and GPU counts of a placement key, and the
+// most GPUs it puts on one node.
+func keyCounts(key int64) (nodes, gpus, most int) {
 	for ; key > 0; key /= 10 {
-		nodes++
-		gpus += int(key % 10)
+		d := int(key % 10)
+		nodes, gpus, most = nodes+1, gpus+d, max(most, d)
 	}
-	return nodes, gpus
+	return nodes, gpus, most
 }
 
 // Bounds of the log-parameters of the speed fit. Clamping keeps a

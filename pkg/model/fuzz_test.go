@@ -20,7 +20,7 @@ func FuzzParsePlacements(f *testing.F) {
 			return
 		}
 		for _, r := range rows {
-			nodes, gpus := keyCounts(r.key)
+			nodes, gpus, _ := keyCounts(r.key)
 			if r.key <= 0 || nodes != r.nodes || gpus != r.gpus || !validTiming(r.timing) {
 				t.Errorf("row %+v breaks the invariants", r)
 			}

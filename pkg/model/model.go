@@ -98,7 +98,7 @@ func (m *Model) FastestStepSeconds(n, perNode, maxNodes, batch int) float64 {
 	at := func(step, sync float64) { best = min(best, step+float64(accum)*(step-sync)) }
 	if ms, ok := m.speed.(*measuredSpeed); ok {
 		for key, c := range ms.placements {
-			nodes, gpus, most := keyShape(key)
+			nodes, gpus, most := keyCounts(key)
 			if gpus == n && nodes <= maxNodes && most <= perNode {
 				at(c.at(float64(local)))
 			}
@@ -108,16 +108,6 @@ func (m *Model) FastestStepSeconds(n, perNode, maxNodes, batch int) float64 {
 		at(m.speed.times(shape{nodes: nodes, gpus: n}, local)) // key 0: the blend
 	}
 	return best
-}
-
-// keyShape returns the nodes, GPUs and most GPUs on a node of a placement
-// key.
-func keyShape(key int64) (nodes, gpus, most int) {
-	for ; key > 0; key /= 10 {
-		d := int(key % 10)
-		nodes, gpus, most = nodes+1, gpus+d, max(most, d)
-	}
-	return nodes, gpus, most
 }
 
 // microBatch returns the per-GPU micro-batch and the extra accumulation

@@ -166,20 +166,6 @@ func partitionBound(iso []float64, tasks []srptTask) float64 {
 
 type srptTask struct{ release, size float64 }
 
-// srptMeanFlow returns the mean flow time of preemptive
-// shortest-remaining-processing-time on one unit-speed server, which is
-// optimal for mean flow time.
-func srptMeanFlow(tasks []srptTask) float64 {
-	if len(tasks) == 0 {
-		return 0
-	}
-	total := 0.0
-	for _, f := range srptFlows(tasks, nil) {
-		total += f
-	}
-	return total / float64(len(tasks))
-}
-
 // srptFlows returns each task's flow time under preemptive SRPT on one
 // unit-speed server, with the tasks marked in skip left out (flow 0).
 func srptFlows(tasks []srptTask, skip []bool) []float64 {

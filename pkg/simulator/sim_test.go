@@ -177,6 +177,19 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
+// srptMeanFlow is the mean flow time of preemptive SRPT on one
+// unit-speed server, the capacity bound (optimal for mean flow time).
+func srptMeanFlow(tasks []srptTask) float64 {
+	if len(tasks) == 0 {
+		return 0
+	}
+	total := 0.0
+	for _, f := range srptFlows(tasks, nil) {
+		total += f
+	}
+	return total / float64(len(tasks))
+}
+
 func TestSRPTMeanFlow(t *testing.T) {
 	cases := map[string]struct {
 		tasks []srptTask

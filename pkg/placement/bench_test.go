@@ -50,3 +50,21 @@ func resizeAll(in placement.Input, capacity int) placement.Input {
 	}
 	return in
 }
+
+// BenchmarkPlaceThroughput is BenchmarkPlace's usual round with a rate for
+// every layout (Input.Throughput): the cost of step 6, which scores up to
+// 4 096 partial layouts and scans the nodes for every job placed anew.
+func BenchmarkPlaceThroughput(b *testing.B) {
+	for _, nodes := range []int{16, 512} {
+		in := scenario(1, nodes, 8, 4)
+		in.Throughput = hashedRate
+		b.Run(fmt.Sprintf("nodes=%d/jobs=%d/churn", nodes, len(in.Allocation)), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := placement.Place(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

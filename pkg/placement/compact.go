@@ -3,6 +3,8 @@ package placement
 import (
 	"cmp"
 	"slices"
+
+	"github.com/vodascheduler/voda/pkg/api"
 )
 
 // maxCompactions bounds the spread jobs one placement tries to gather.
@@ -20,8 +22,9 @@ type eviction struct {
 // For such a job it looks for the node where moving the fewest GPUs of
 // smaller unchanged jobs, each lying whole on that node, makes room for the
 // whole job; it places again with those jobs moved out and keeps the result
-// if the jobs then span fewer nodes in all. An unchanged job moves only to
-// make room for a larger job or to be gathered itself, and the GPUs moved
+// if the jobs then span fewer nodes in all. With Input.Throughput, a job
+// is gathered only if it rates one node faster than its layout. An
+// unchanged job moves only to make room for a larger job or to be gathered itself, and the GPUs moved
 // are no more than the job they make room for.
 func (s *state) compact(in Input) *state {
 	ex := s.excess()
@@ -30,7 +33,7 @@ func (s *state) compact(in Input) *state {
 	}
 	var spread []int
 	for i, j := range s.jobs {
-		if len(j.final) > s.need(j) {
+		if len(j.final) > s.need(j) && (in.Throughput == nil || gatherGains(j, in.Throughput)) {
 			spread = append(spread, i)
 		}
 	}
@@ -58,6 +61,19 @@ func (s *state) compact(in Input) *state {
 		}
 	}
 	return best
+}
+
+// gatherGains reports whether rate says the job steps faster on one node
+// than where it lies: a job spread because its spread layout is faster
+// (step 6) must not be gathered back, and moved again the next round.
+func gatherGains(j *job, rate func(api.JobID, []int) float64) bool {
+	var cur []int
+	for _, c := range j.final {
+		cur = append(cur, c.n*j.k)
+	}
+	slices.SortFunc(cur, func(a, b int) int { return cmp.Compare(b, a) })
+	now := rate(j.id, cur)
+	return !(now > 0) || rate(j.id, []int{j.want * j.k}) > now
 }
 
 // evictionFor chooses the node for job ji that frees enough room for it by
@@ -143,7 +159,7 @@ func evicted(in Input, evs []eviction) (*state, bool) {
 				return nil, false
 			}
 			t.release(o)
-			o.survivors = nil
+			o.survivors, o.compacted = nil, true
 		}
 	}
 	for _, ev := range evs {
@@ -151,6 +167,7 @@ func evicted(in Input, evs []eviction) (*state, bool) {
 		if j.kept {
 			t.release(j)
 		}
+		j.compacted = true
 		// A pseudo-survivor on the chosen node makes it the job's home for
 		// the packing and the matching; moves are still reported against
 		// its real old nodes.

@@ -13,7 +13,8 @@ import (
 
 // decodeInput turns fuzz bytes into a small input, invalid ones included:
 // byte 255 as a node's GPUs means -1, 254 repeats the previous node's name,
-// allocations run from -1 to 8, and workers may sit on nodes that are gone.
+// allocations run from -1 to 8, and workers may sit on nodes that are gone;
+// an odd last byte rates layouts (hashedRate).
 func decodeInput(data []byte) placement.Input {
 	next := func() int {
 		if len(data) == 0 {
@@ -46,6 +47,9 @@ func decodeInput(data []byte) placement.Input {
 		}
 		in.Current[id] = at
 	}
+	if next()%2 == 1 {
+		in.Throughput = hashedRate
+	}
 	return in
 }
 
@@ -55,6 +59,7 @@ func FuzzPlace(f *testing.F) {
 	f.Add([]byte{2, 4, 254, 1, 3, 0})
 	f.Add([]byte{1, 255, 1, 2, 0})
 	f.Add([]byte{1, 1, 1, 9, 0})
+	f.Add([]byte{4, 4, 4, 4, 4, 1, 8, 0, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := decodeInput(data)
 		out, err := placement.Place(in)

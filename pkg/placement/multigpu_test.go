@@ -67,9 +67,9 @@ func TestWorkersThatFitNoNodeAreNamed(t *testing.T) {
 // multiGPUScenario runs rounds of a busy cluster whose jobs have workers of
 // sizes, each allocation fitting the total GPUs. It checks every round and
 // returns how many rounds found no fit.
-func multiGPUScenario(t *testing.T, r *rand.Rand, nodeSizes, workerSizes []int, rounds int) (noFit int) {
+func multiGPUScenario(t *testing.T, r *rand.Rand, nodeSizes, workerSizes []int, rounds int, rate func(api.JobID, []int) float64) (noFit int) {
 	t.Helper()
-	in := placement.Input{Allocation: api.Allocation{}, Current: api.Placement{}, GPUsPerWorker: map[api.JobID]int{}}
+	in := placement.Input{Allocation: api.Allocation{}, Current: api.Placement{}, GPUsPerWorker: map[api.JobID]int{}, Throughput: rate}
 	capacity := 0
 	for i := range 2 + r.IntN(8) {
 		g := nodeSizes[r.IntN(len(nodeSizes))]
@@ -134,8 +134,10 @@ func multiGPUScenario(t *testing.T, r *rand.Rand, nodeSizes, workerSizes []int, 
 func TestDivisibleWorkerSizesAlwaysFit(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
 	for range 200 {
-		if n := multiGPUScenario(t, r, []int{8, 16}, []int{1, 1, 2, 4, 8}, 10); n > 0 {
-			t.Fatalf("%d rounds found no fit for an allocation that fits", n)
+		for _, rate := range []func(api.JobID, []int) float64{nil, hashedRate} {
+			if n := multiGPUScenario(t, r, []int{8, 16}, []int{1, 1, 2, 4, 8}, 10, rate); n > 0 {
+				t.Fatalf("%d rounds found no fit for an allocation that fits (rate %v)", n, rate != nil)
+			}
 		}
 	}
 }
@@ -145,6 +147,7 @@ func TestDivisibleWorkerSizesAlwaysFit(t *testing.T) {
 func TestUnevenWorkerSizesKeepThePromises(t *testing.T) {
 	r := rand.New(rand.NewPCG(33, 34))
 	for range 200 {
-		multiGPUScenario(t, r, []int{3, 4, 6, 8}, []int{1, 2, 3, 4}, 10)
+		multiGPUScenario(t, r, []int{3, 4, 6, 8}, []int{1, 2, 3, 4}, 10, nil)
+		multiGPUScenario(t, r, []int{3, 4, 6, 8}, []int{1, 2, 3, 4}, 10, hashedRate)
 	}
 }

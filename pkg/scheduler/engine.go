@@ -38,6 +38,10 @@ type Config struct {
 	// Stopwatch measures how long the policy and the placement compute, for
 	// metrics; it never affects a decision. Nil means the wall clock.
 	Stopwatch func() time.Time
+	// Throughput, when set, rates a job's layouts for the placement (see
+	// placement.Input.Throughput): jobs placed anew go on the fastest
+	// layout the free GPUs allow. Nil keeps every job compact.
+	Throughput func(job api.JobID, gpusPerNode []int) float64
 }
 
 // DefaultConfig returns a configuration with the defaults of the original
@@ -60,6 +64,7 @@ type Engine struct {
 	policy    algorithm.Policy
 	rateLimit time.Duration
 	clock     Clock
+	rate      func(api.JobID, []int) float64
 
 	jobs   map[api.JobID]*Job
 	active []*Job // waiting or running jobs, sorted by ID
@@ -137,6 +142,7 @@ func New(cfg Config) (*Engine, error) {
 		rateLimit: cfg.RateLimit,
 		clock:     cfg.Clock,
 		stopwatch: cfg.Stopwatch,
+		rate:      cfg.Throughput,
 		jobs:      map[api.JobID]*Job{},
 		nodes:     map[api.NodeName]int{},
 		now:       cfg.Clock.Now(),

@@ -46,7 +46,7 @@ func (e *Engine) plan() (api.Plan, error) {
 		// nodes did not change.
 		return api.Plan{Allocation: res.Allocation, Placement: e.currentPlacement()}, nil
 	}
-	in := placement.Input{Nodes: e.nodeList(), Allocation: api.Allocation{}, Current: api.Placement{}}
+	in := placement.Input{Nodes: e.nodeList(), Allocation: api.Allocation{}, Current: api.Placement{}, Throughput: e.rate}
 	for id, n := range res.Allocation {
 		if n > 0 {
 			in.Allocation[id] = n

@@ -227,6 +227,11 @@ func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
 	if cfg.Interval > 0 {
 		ecfg.RateLimit = 0
 	}
+	if cfg.Information != InfoEstimated {
+		// Oracle information includes the layouts: placement may seek
+		// the ones the profiles measure faster.
+		ecfg.Throughput = r.layoutRate
+	}
 	e, err := scheduler.New(ecfg)
 	if err != nil {
 		return nil, err
@@ -250,6 +255,20 @@ func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
 		r.info[api.JobID(j.Name)] = ji
 	}
 	return r, nil
+}
+
+// layoutRate is a job's steps per second on a layout of GPUs per node, 0
+// for a job it does not know.
+func (r *run) layoutRate(id api.JobID, gpusPerNode []int) float64 {
+	ji := r.info[id]
+	if ji == nil {
+		return 0
+	}
+	t := ji.model.StepSeconds(gpusPerNode, ji.Batch)
+	if !(t > 0) || math.IsInf(t, 1) {
+		return 0
+	}
+	return 1 / t
 }
 
 // prepare derives a job's worker range and oracle curves. A worker holds k

@@ -350,3 +350,41 @@ func TestWorkersOfSeveralGPUs(t *testing.T) {
 		t.Errorf("a worker larger than a node: got %v", err)
 	}
 }
+
+// spreadModel steps twice as fast spread over nodes as on one node, as
+// some measured profiles do (BERT on 2+2+2+2 GPUs against 4+4).
+type spreadModel struct{ fakeModel }
+
+func (m spreadModel) StepSeconds(shape []int, _ int) float64 {
+	n := 0
+	for _, g := range shape {
+		n += g
+	}
+	if len(shape) > 1 {
+		return 0.5 / float64(n)
+	}
+	return 1 / float64(n)
+}
+func (m spreadModel) FastestStepSeconds(n, _, maxNodes, _ int) float64 {
+	if n > 1 && maxNodes > 1 {
+		return 0.5 / float64(n)
+	}
+	return 1 / float64(n)
+}
+
+// With oracle information placement knows the layouts' speeds and spreads
+// the job; with estimated information it packs it.
+func TestOracleInformationSeeksTheFasterLayout(t *testing.T) {
+	cat := fakeCatalog{"spready": spreadModel{fakeModel{steps: 1000}}}
+	for info, want := range map[string]float64{InfoOracle: 30 + 1000*0.5/4, InfoEstimated: 30 + 1000*1.0/4} {
+		cfg := config("FIFO")
+		cfg.Information = info
+		res, err := Run(cfg, workload(Job{Name: "a", Model: "spready", GPUs: 4, Batch: 1}), cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Jobs[0].JCT; math.Abs(got-want) > 1e-6 {
+			t.Errorf("%s information: JCT %v, want %v", info, got, want)
+		}
+	}
+}

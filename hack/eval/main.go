@@ -275,7 +275,8 @@ whose per-GPU batch stays at or above its model's minimum (at most 64); the
 rigid policies (FIFO, SRJF, Tiresias) run the workload's GPU count. Every
 worker holds one GPU (k = 1): the Pollux workloads give GPU counts only, and
 the artifact's jobs ran one process per GPU. Policies
-see true speedup curves and remaining times. Utilisation is allocated
+see true speedup curves and remaining times, and placement each job's
+measured step time on every layout (docs/simulator.md). Utilisation is allocated
 GPU-seconds over 64 GPUs × makespan; *useful* utilisation weights them by
 each job's scaling efficiency. The bound is the lower bound on mean JCT of
 the policy's class, the larger of two: some jobs alone at their best size

@@ -47,7 +47,10 @@ Jobs run at a fixed global batch size. Each job's worker range is 1 to the
 largest GPU count whose per-GPU batch stays at or above the model's minimum
 (at most 64); the rigid policies (FIFO, SRJF, Tiresias) give the workload's
 GPU count. Every allocation change idles the job for --restart-delay.
-Policies see each job's true speedup curve and remaining time.
+With --information oracle (the default) policies see each job's true
+speedup curve and remaining time, and placement its step time on every
+layout, so a job goes where the profiles measure it fastest; with
+estimated they see the estimator's, and jobs are packed.
 
 A worker holds --gpus-per-worker GPUs (default 1), or what the workload's
 optional gpus_per_worker column says for its job; policies then decide
@@ -162,6 +165,9 @@ func prepareSimulation(cmd *cobra.Command, f *simulateFlags) (*simulation, error
 	case "table", "json", "csv":
 	default:
 		return nil, fmt.Errorf("--output %q: want table, json or csv", f.output)
+	}
+	if f.perWorker < 1 {
+		return nil, fmt.Errorf("--gpus-per-worker %d: want 1 to the GPUs per node", f.perWorker)
 	}
 	if f.html != "" {
 		if err := checkOutputFile(f.html); err != nil {

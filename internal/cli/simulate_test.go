@@ -178,6 +178,7 @@ func TestSimulateBadInput(t *testing.T) {
 		"both triggers":        {[]string{"--rate-limit", "10s", "--interval", "60s"}, "exclude each other"},
 		"negative nodes":       {[]string{"--nodes", "-1"}, "nodes is -1"},
 		"absurd load":          {[]string{"--load", "0"}, "load is 0"},
+		"no GPUs per worker":   {[]string{"--gpus-per-worker", "0"}, "--gpus-per-worker 0"},
 		"bad output":           {[]string{"--output", "xml"}, `--output "xml"`},
 		"bad baseline":         {[]string{"--baseline", "slurm"}, "the only preset is pollux-artifact"},
 		"missing profiles":     {[]string{"--profiles", filepath.Join(dir, "nope")}, "nope"},

@@ -7,7 +7,8 @@
 // Events are kept in a heap ordered by (time, sequence); ties are broken by
 // job name, so the same inputs always give byte-identical results. Policies
 // see oracle information by default: each job's true speedup curve and its
-// true remaining time at one GPU, from the model catalog.
+// true remaining time at one GPU, from the model catalog; placement then
+// also gets the job's step time on every layout (placement.Input.Throughput).
 //
 // Import rule: the core packages, pkg/cluster/sim and the standard library;
 // no Kubernetes, no net/http.

@@ -164,13 +164,14 @@ func writeHeteroTable(out io.Writer, rs []simulator.HeteroResult) error {
 	}
 	fmt.Fprintln(out, " GPUs")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "POLICY\tCHOICE\tAVG_JCT\tP99_JCT\tMAKESPAN\tMOVES/JOB")
+	fmt.Fprintf(tw, "POLICY\tCHOICE\tAVG_JCT\tP99_JCT\tMAKESPAN\tMOVES/JOB\tBOUND\tJCT/BOUND")
 	for _, t := range types {
 		fmt.Fprintf(tw, "\tUTIL_%s", strings.ToUpper(t))
 	}
 	fmt.Fprintln(tw)
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%.0fs\t%.0fs\t%.0fs\t%.2f", r.Policy, r.Choice, r.MeanJCT(), r.P99JCT(), r.Makespan, r.MovesPerJob())
+		fmt.Fprintf(tw, "%s\t%s\t%.0fs\t%.0fs\t%.0fs\t%.2f\t%.0fs\t%.2f", r.Policy, r.Choice, r.MeanJCT(), r.P99JCT(), r.Makespan, r.MovesPerJob(),
+			r.LowerBound, r.MeanJCT()/max(r.LowerBound, 1e-9))
 		for _, t := range types {
 			fmt.Fprintf(tw, "\t%.0f%%", 100*r.Busy[t]/max(float64(r.GPUs[t])*r.Makespan, 1e-9))
 		}
@@ -216,13 +217,14 @@ func writeHeteroJSON(out io.Writer, rs []simulator.HeteroResult) error {
 		P99JCT      float64            `json:"p99_jct_s"`
 		Makespan    float64            `json:"makespan_s"`
 		MovesPerJob float64            `json:"moves_per_job"`
+		LowerBound  float64            `json:"lower_bound_s"`
 		GPUs        map[string]int     `json:"gpus"`
 		Busy        map[string]float64 `json:"busy_gpu_s"`
 		Wall        float64            `json:"sim_wall_s"`
 	}
 	var rows []row
 	for _, r := range rs {
-		rows = append(rows, row{r.Workload, r.Policy, r.Choice, len(r.Jobs), r.MeanJCT(), r.P99JCT(), r.Makespan, r.MovesPerJob(), r.GPUs, r.Busy, r.WallSeconds})
+		rows = append(rows, row{r.Workload, r.Policy, r.Choice, len(r.Jobs), r.MeanJCT(), r.P99JCT(), r.Makespan, r.MovesPerJob(), r.LowerBound, r.GPUs, r.Busy, r.WallSeconds})
 	}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")

@@ -111,7 +111,11 @@ type HeteroResult struct {
 	// GPUs is each type's GPU count.
 	GPUs map[string]int
 	// Busy is each type's GPU-seconds held by jobs.
-	Busy        map[string]float64
+	Busy map[string]float64
+	// LowerBound is a lower bound on the mean JCT of any policy of the
+	// run's class on this workload and cluster, whatever the choice of
+	// types (heteroRun.bound).
+	LowerBound  float64
 	WallSeconds float64
 }
 
@@ -587,5 +591,43 @@ func (r *heteroRun) result() HeteroResult {
 			Start: hj.start, Finish: f, JCT: f - sub, Types: hj.visited, Moves: max(len(hj.visited)-1, 0)})
 		res.Makespan = max(res.Makespan, f)
 	}
+	res.LowerBound = r.bound(rigid(r.cfg.Policy))
 	return res
+}
+
+// bound is the partition bound for a heterogeneous run: a job
+// alone takes at least one restart delay plus its least time over the
+// types and the sizes its class allows (rigid: its scale factor, as spec
+// asks for it), and per GPU-second of any type it does at most the work
+// of one GPU-second at its least GPU-seconds over types and sizes, so the
+// jobs together are never done faster than on one server of all the
+// cluster's GPUs processing those least GPU-seconds. partitionBound
+// combines the two. Moves between types only add restarts, so the bound
+// holds for every choice of types.
+func (r *heteroRun) bound(rigid bool) float64 {
+	total := 0
+	for _, g := range r.gpus {
+		total += g
+	}
+	delay := r.cfg.RestartDelay.Seconds()
+	iso := make([]float64, 0, len(r.w.Jobs))
+	tasks := make([]srptTask, 0, len(r.w.Jobs))
+	for _, j := range r.w.Jobs {
+		hj := r.jobs[api.JobID(j.Name)]
+		best, least := math.Inf(1), math.Inf(1)
+		for _, t := range hj.ok {
+			spec := hj.spec(t)
+			lo, hi := spec.MinWorkers, spec.MaxWorkers
+			if rigid {
+				lo, hi = spec.RequestedWorkers, spec.RequestedWorkers
+			}
+			for n := lo; n <= hi; n++ {
+				sec := j.Steps / hj.thr[t][n]
+				best, least = min(best, sec), min(least, float64(n)*sec)
+			}
+		}
+		iso = append(iso, delay+best)
+		tasks = append(tasks, srptTask{release: j.Submit.Seconds(), size: least / float64(total)})
+	}
+	return partitionBound(iso, tasks)
 }

@@ -39,6 +39,9 @@ func TestHeteroRunsEveryJob(t *testing.T) {
 			if len(res.Jobs) != len(w.Jobs) {
 				t.Fatalf("%s/%s: %d results for %d jobs", policy, choice, len(res.Jobs), len(w.Jobs))
 			}
+			if !(res.LowerBound > 0) || res.LowerBound > res.MeanJCT() {
+				t.Errorf("%s/%s: lower bound %.0fs against an average JCT of %.0fs", policy, choice, res.LowerBound, res.MeanJCT())
+			}
 			busy := 0.0
 			for _, v := range res.Busy {
 				busy += v
@@ -82,6 +85,49 @@ func TestHeteroRunsEveryJob(t *testing.T) {
 			if !reflect.DeepEqual(res, again) {
 				t.Errorf("%s/%s: two runs differ", policy, choice)
 			}
+		}
+	}
+}
+
+// A job alone is bounded by exactly one restart delay plus its best time
+// over the types (elastic) or at its scale factor (rigid), and a policy
+// of either class running it alone meets that bound.
+func TestHeteroBoundOfAJobAlone(t *testing.T) {
+	table := needGavel(t)
+	w, err := simulator.GenerateGavel(table, 20, 1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j simulator.HeteroJob
+	for _, c := range w.Jobs {
+		if c.Scale > 1 {
+			j = c
+			break
+		}
+	}
+	if j.Scale < 2 {
+		t.Fatal("no job of several GPUs in the workload")
+	}
+	j.Submit = 0
+	alone := simulator.HeteroWorkload{Name: "alone", Jobs: []simulator.HeteroJob{j}}
+	for policy, top := range map[string]int{algorithm.NameFIFO: j.Scale, algorithm.NameElasticFIFO: 8} {
+		best := 0.0
+		for _, ty := range gavelCluster {
+			for n := 1; n <= top; n++ {
+				if v, ok := table.StepsPerSecond(ty.Name, j.JobType, n); ok {
+					best = max(best, v)
+				}
+			}
+		}
+		res, err := simulator.RunHetero(heteroConfig(policy, simulator.ChoiceFastest), alone, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 30 + j.Steps/best; math.Abs(res.LowerBound-want) > 1e-6*want {
+			t.Errorf("%s: bound %.1fs, want %.1fs", policy, res.LowerBound, want)
+		}
+		if res.MeanJCT() < res.LowerBound*(1-1e-9) {
+			t.Errorf("%s: JCT %.1fs under the bound %.1fs", policy, res.MeanJCT(), res.LowerBound)
 		}
 	}
 }

@@ -24,8 +24,9 @@ type eviction struct {
 // whole job; it places again with those jobs moved out and keeps the result
 // if the jobs then span fewer nodes in all. With Input.Throughput, a job
 // is gathered only if it rates one node faster than its layout. An
-// unchanged job moves only to make room for a larger job or to be gathered itself, and the GPUs moved
-// are no more than the job they make room for.
+// unchanged job moves only to make room for a larger job or to be
+// gathered itself, and the GPUs moved are no more than the job they make
+// room for.
 func (s *state) compact(in Input) *state {
 	ex := s.excess()
 	if ex == 0 {

@@ -44,6 +44,11 @@ type Config struct {
 	Throughput func(job api.JobID, gpusPerNode []int) float64
 }
 
+// IdleReplan is how long after the policy last ran a new speedup curve
+// asks for a rescheduling while GPUs sit idle and some job could take
+// more (see Progress).
+const IdleReplan = 10 * time.Minute
+
 // DefaultConfig returns a configuration with the defaults of the original
 // Voda scheduler.
 func DefaultConfig(gpuType api.GPUType, clock Clock) Config {
@@ -90,6 +95,7 @@ type Engine struct {
 
 	now          time.Time // time of the last accounting
 	dirty        bool      // something changed since the last rescheduling
+	planned      time.Time // when the policy last ran
 	scheduled    bool      // a rescheduling has happened
 	lastSchedule time.Time
 
@@ -355,8 +361,28 @@ func (e *Engine) progress(ev Progress) error {
 		j.Speedup, j.Measured = ev.Speedup, ev.Measured
 	}
 	// Estimates matter only to policies that read them; they take effect
-	// at the next rescheduling rather than forcing one.
+	// at the next rescheduling rather than forcing one, except that a new
+	// curve asks for one when the policy has not run for IdleReplan while
+	// GPUs sit idle and some job could take more: the curve can make a job
+	// worth growing into GPUs no other event might hand out for hours (the
+	// last jobs of a busy period, their curves learnt only up to the sizes
+	// they ran at).
+	if ev.Speedup != nil && !e.now.Before(e.planned.Add(IdleReplan)) && e.idleWithRoom() {
+		e.dirty = true
+	}
 	return nil
+}
+
+// idleWithRoom reports whether some GPUs are unallocated while an active
+// job runs below its maximum or waits.
+func (e *Engine) idleWithRoom() bool {
+	used := 0
+	room := false
+	for _, j := range e.active {
+		used += j.Workers * j.Spec.K()
+		room = room || j.Workers < j.Spec.MaxWorkers
+	}
+	return room && used < e.GPUs()
 }
 
 func byID(j *Job, id api.JobID) int { return cmp.Compare(j.ID, id) }
@@ -502,7 +528,7 @@ func (e *Engine) Tick() (api.Plan, error) {
 		e.scheduled, e.lastSchedule = true, e.now
 		return api.Plan{}, fmt.Errorf("reschedule %s: %w", e.gpuType, err)
 	}
-	e.dirty, e.needPlacement = false, false
+	e.dirty, e.needPlacement, e.planned = false, false, e.now
 	if len(plan.Actions) > 0 {
 		// The rate limit bounds churn: only rounds that change something
 		// open a new window.

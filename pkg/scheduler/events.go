@@ -49,7 +49,10 @@ type NodeSet struct{ Node api.Node }
 type NodeRemoved struct{ Name api.NodeName }
 
 // Progress updates a job's estimates from runtime metrics. A nil Speedup
-// leaves the curve unchanged; a negative Remaining marks it unknown.
+// leaves the curve unchanged; a negative Remaining marks it unknown. The
+// estimates take effect at the next rescheduling; a new curve asks for one
+// only when the policy has not run for IdleReplan while GPUs sit idle and
+// some job could take more.
 type Progress struct {
 	ID        api.JobID
 	Remaining float64

@@ -68,12 +68,7 @@ func (s *state) compact(in Input) *state {
 // than where it lies: a job spread because its spread layout is faster
 // (step 6) must not be gathered back, and moved again the next round.
 func gatherGains(j *job, rate func(api.JobID, []int) float64) bool {
-	var cur []int
-	for _, c := range j.final {
-		cur = append(cur, c.n*j.k)
-	}
-	slices.SortFunc(cur, func(a, b int) int { return cmp.Compare(b, a) })
-	now := rate(j.id, cur)
+	now := rate(j.id, j.layout(nil))
 	return !(now > 0) || rate(j.id, []int{j.want * j.k}) > now
 }
 

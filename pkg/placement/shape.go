@@ -70,13 +70,9 @@ func (r *reshaper) job(j *job) {
 	if j.want < 2 || j.compacted {
 		return
 	}
-	r.parts = r.parts[:0]
-	for _, c := range j.final {
-		r.parts = append(r.parts, c.n)
-	}
-	slices.SortFunc(r.parts, func(a, b int) int { return cmp.Compare(b, a) })
-	cur := r.score(j)
-	if !(cur > 0) {
+	r.shape = j.layout(r.shape)
+	cur := r.rate(j.id, r.shape)
+	if !(cur > 0) || math.IsInf(cur, 1) {
 		return // no rate for this job: keep the packing's layout
 	}
 	most := 0
@@ -173,4 +169,15 @@ func (r *reshaper) lay(j *job) {
 	}
 	slices.SortFunc(final, func(a, b nodeCount) int { return a.node - b.node })
 	j.final = final
+}
+
+// layout returns the job's GPUs per node in its final placement, largest
+// first, in dst's storage: the form Input.Throughput rates.
+func (j *job) layout(dst []int) []int {
+	dst = dst[:0]
+	for _, c := range j.final {
+		dst = append(dst, c.n*j.k)
+	}
+	slices.SortFunc(dst, func(a, b int) int { return cmp.Compare(b, a) })
+	return dst
 }

@@ -110,6 +110,8 @@ type hsJob struct {
 	cap     int     // largest size allowed this round
 	floor   int     // size the job keeps whatever happens (0: none)
 	workers int     // workers running now
+	top     int     // the job's fastest size it may take
+	held    int     // the size a growth to was found not worth it (0: none)
 }
 
 // hsState is one allocation: the jobs and their hulls.
@@ -143,6 +145,7 @@ func (p HeSRPT) Allocate(s Snapshot) (Result, error) {
 			a.floor = j.Workers
 		}
 		hs.hull(a)
+		a.top = hs.hulls[a.hi-1].x
 	}
 	// Jobs that keep their size take it first, by ID.
 	var floors []int
@@ -189,14 +192,10 @@ func (p HeSRPT) Allocate(s Snapshot) (Result, error) {
 	for i := range st {
 		a := &st[i]
 		if a.n > a.cap {
-			a.n = a.cap // a growth the last round found not worth it
+			a.held, a.n = a.n, a.cap // a growth the last round found not worth it
 		}
 		r.Allocation[a.j.ID] = a.n
-		if a.n > 0 {
-			r.Reasons[a.j.ID] = allocated(a.j, a.n)
-		} else {
-			r.Reasons[a.j.ID] = noRoom(a.j, a.j.Min, &c)
-		}
+		r.Reasons[a.j.ID] = a.reason(&c)
 	}
 	return checked(&s, r)
 }
@@ -373,12 +372,39 @@ func (hs *hsState) breakEven(cfg HeSRPTConfig) bool {
 		sc, sn := a.j.S(cur), a.j.S(a.n)
 		hold := min(cfg.Horizon, a.j.remaining()/sn)
 		if (sn-sc)*(hold-cfg.RestartCost) <= cfg.RestartCost*sc {
-			a.cap = cur
+			a.held, a.cap = a.n, cur
 			hs.hull(a)
 			held = true
 		}
 	}
 	return held
+}
+
+// reason says why the job got its allocation, c being what the greedy
+// left free.
+func (a *hsJob) reason(c *capacity) Reason {
+	j, n := a.j, a.n
+	r := allocated(j, n)
+	switch {
+	case n == 0:
+		return noRoom(j, j.Min, c)
+	case a.next < 0:
+		r.Code, r.Seconds = Finishing, int(math.Ceil(j.remaining()/j.S(n)))
+	case a.held > n && n == a.workers:
+		r.Code, r.Target = Kept, a.held
+	case n >= j.Max:
+	case n >= a.top:
+		r.Code = Fastest
+		for m := n + 1; m <= j.Max; m++ {
+			if j.S(m) > j.S(n) {
+				r.Code = Tiled
+				break
+			}
+		}
+	default:
+		r.Code, r.Free = Outbid, c.free
+	}
+	return r
 }
 
 // hsItem is a job in the greedy's queue with the value of its next segment.

@@ -25,13 +25,18 @@ func TestHeSRPT(t *testing.T) {
 				MakeJob("short").Workers(1, 16).Remaining(h1).Amdahl(0.1),
 				MakeJob("long").Workers(1, 16).Remaining(10*h1).Amdahl(0.1)),
 			want: api.Allocation{"short": 11, "long": 5},
+			wantReasons: map[api.JobID]string{
+				"short": "running: 11 GPUs, more would speed it up but the other GPUs gain more on other jobs",
+				"long":  "running: 5 GPUs, more would speed it up but the other GPUs gain more on other jobs",
+			},
 		},
 		// YOLOv3-like: fastest on 4 GPUs in one node, slower across two.
 		"a job never grows past its knee": {
 			snap: NodeSnapshot([]int{4, 4, 4, 4},
 				MakeJob("yolo").Workers(1, 16).Remaining(10*h1).
 					SpeedupTable(1, 1.95, 2.31, 2.94, 1.2, 1.28, 1.4, 1.58, 1.7, 1.8, 1.9, 2.08, 2.1, 2.15, 2.2, 2.21)),
-			want: api.Allocation{"yolo": 4},
+			want:        api.Allocation{"yolo": 4},
+			wantReasons: map[api.JobID]string{"yolo": "running: 4 GPUs, its fastest size: its speedup curve gains nothing from more"},
 		},
 		// The curve of the AFS-L note: 7.6 at 8, 6.3 at 9, 9.6 at 16.
 		// The hull goes from 8 straight to 16, so the dip is crossed.
@@ -39,7 +44,8 @@ func TestHeSRPT(t *testing.T) {
 			snap: Snapshot(16,
 				MakeJob("dip").Workers(1, 16).Remaining(10*h1).
 					SpeedupTable(0.95, 1.9, 2.85, 3.8, 4.75, 5.7, 6.65, 7.6, 6.3, 6.8, 7.3, 7.8, 8.3, 8.8, 9.2, 9.6)),
-			want: api.Allocation{"dip": 16},
+			want:        api.Allocation{"dip": 16},
+			wantReasons: map[api.JobID]string{"dip": "running: 16 GPUs"},
 		},
 		// On 4-GPU nodes a job takes 1, 2 or 4 GPUs or whole nodes: the
 		// linear job that could use 6 takes 4 and leaves 2 to the other.
@@ -48,6 +54,10 @@ func TestHeSRPT(t *testing.T) {
 				MakeJob("a").Workers(1, 6).Remaining(h1),
 				MakeJob("b").Workers(1, 8).Remaining(100*h1).Amdahl(0.2)),
 			want: api.Allocation{"a": 4, "b": 4},
+			wantReasons: map[api.JobID]string{
+				"a": "running: 4 GPUs, its fastest size that tiles the nodes; larger ones that do not are tried only once their speed is measured",
+				"b": "running: 4 GPUs, more would speed it up but the other GPUs gain more on other jobs",
+			},
 		},
 		// 50 s of work left at its size (under three 60 s restarts): it
 		// keeps its two workers although it scales perfectly and 6 more
@@ -55,7 +65,8 @@ func TestHeSRPT(t *testing.T) {
 		"a nearly finished job is left alone": {
 			snap: Snapshot(8,
 				MakeJob("done-soon").Workers(1, 8).Running(2).Remaining(100*time.Second)),
-			want: api.Allocation{"done-soon": 2},
+			want:        api.Allocation{"done-soon": 2},
+			wantReasons: map[api.JobID]string{"done-soon": "running: 2 GPUs, kept: about 50s of work left, too little for a resize to pay"},
 		},
 		// From 4 to 8 workers buys 1.5 % more throughput: over the hour
 		// it would hold, 0.05 × 3540 s = 177 units, less than the 60 s ×
@@ -64,7 +75,8 @@ func TestHeSRPT(t *testing.T) {
 			snap: Snapshot(8,
 				MakeJob("flat").Workers(1, 8).Running(4).Remaining(40*h1).
 					SpeedupTable(1, 1.9, 2.7, 3.4, 3.41, 3.42, 3.44, 3.45)),
-			want: api.Allocation{"flat": 4},
+			want:        api.Allocation{"flat": 4},
+			wantReasons: map[api.JobID]string{"flat": "running: 4 GPUs, kept: growing to 8 GPUs would not repay the restart"},
 		},
 		"the same growth for a job that just waits is made (no restart to pay)": {
 			snap: Snapshot(8,
@@ -80,6 +92,18 @@ func TestHeSRPT(t *testing.T) {
 				MakeJob("long").Workers(4, 4).Remaining(100*h1),
 				MakeJob("unknown").Workers(4, 4)),
 			want: api.Allocation{"short": 4, "unknown": 4, "long": 0},
+		},
+		// b takes 3 GPUs of the first node; a's workers of 2 fit twice on
+		// the second, and the GPU left on the first is no worker of a.
+		"GPUs left over that make no larger size are named": {
+			snap: NodeSnapshot([]int{4, 4},
+				MakeJob("a").Workers(1, 4).PerWorker(2).Remaining(10*h1),
+				MakeJob("b").Workers(3, 3).Remaining(h1)),
+			want: api.Allocation{"a": 2, "b": 3},
+			wantReasons: map[api.JobID]string{
+				"a": "running: 4 GPUs (2 workers of 2), more would speed it up but the 1 free GPUs are too few or too scattered for a larger size",
+				"b": "running: 3 GPUs",
+			},
 		},
 		"a job whose minimum does not fit waits with the reason": {
 			snap: Snapshot(4,

@@ -2,6 +2,7 @@ package algorithm
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/vodascheduler/voda/pkg/api"
 )
@@ -30,6 +31,23 @@ const (
 	// NoNode: a worker of the job needs PerWorker GPUs on one node and no
 	// node has that many, even empty.
 	NoNode
+	// Fastest: the job got Workers workers, below its maximum, and its
+	// speedup curve (over the sizes the policy may hand out) is no faster
+	// at any larger size.
+	Fastest
+	// Tiled: as Fastest among the sizes that tile the nodes, but a size
+	// that does not, of unmeasured speed, would be faster by its curve.
+	Tiled
+	// Kept: the job keeps its Workers workers because growing to Target
+	// would not repay the restart it costs.
+	Kept
+	// Finishing: the job keeps its Workers workers because it has about
+	// Seconds of work left, too little for a resize to pay.
+	Finishing
+	// Outbid: the job got Workers workers and more would speed it up, but
+	// the other GPUs gain more on other jobs; Free GPUs were left over,
+	// too few or too scattered for a larger size of this job.
+	Outbid
 )
 
 // Reason says in a few words why a job got what it got. It is a small value
@@ -45,6 +63,12 @@ type Reason struct {
 	PerWorker int
 	// Waiting is the number of jobs left waiting (Compacted only).
 	Waiting int
+	// Target is the allocation, in workers, the job was not moved to
+	// (Kept).
+	Target int
+	// Seconds is the job's estimated work left at its allocation
+	// (Finishing).
+	Seconds int
 }
 
 func (r Reason) String() string {
@@ -63,6 +87,19 @@ func (r Reason) String() string {
 		return fmt.Sprintf("waiting: %d GPUs needed, %d free", r.Need, r.Free)
 	case NoNode:
 		return fmt.Sprintf("waiting: a worker needs %d GPUs on one node and no node has that many", r.PerWorker)
+	case Fastest:
+		return "running: " + r.size() + ", its fastest size: its speedup curve gains nothing from more"
+	case Tiled:
+		return "running: " + r.size() + ", its fastest size that tiles the nodes; larger ones that do not are tried only once their speed is measured"
+	case Kept:
+		return fmt.Sprintf("running: %s, kept: growing to %s would not repay the restart", r.size(), r.gpus(r.Target))
+	case Finishing:
+		return fmt.Sprintf("running: %s, kept: about %s of work left, too little for a resize to pay", r.size(), time.Duration(r.Seconds)*time.Second)
+	case Outbid:
+		if r.Free > 0 {
+			return fmt.Sprintf("running: %s, more would speed it up but the %d free GPUs are too few or too scattered for a larger size", r.size(), r.Free)
+		}
+		return "running: " + r.size() + ", more would speed it up but the other GPUs gain more on other jobs"
 	}
 	return fmt.Sprintf("unknown reason %d", r.Code)
 }
@@ -77,6 +114,11 @@ func (r Reason) size() string {
 		return fmt.Sprintf("%d GPUs (%d %s of %d)", r.Workers*r.PerWorker, r.Workers, workers, r.PerWorker)
 	}
 	return fmt.Sprintf("%d GPUs", r.Workers)
+}
+
+// gpus formats n workers of the reason's job in GPUs.
+func (r Reason) gpus(n int) string {
+	return fmt.Sprintf("%d GPUs", n*max(r.PerWorker, 1))
 }
 
 // allocated is the reason of a job that got n workers.

@@ -93,7 +93,9 @@ mean JCT of the policy's class (rigid: each job at its scale factor)
 whatever the choice of types: every job alone on its fastest type at its
 best allowed size plus one restart delay, and SRPT on one server of all 48
 GPUs processing each job's least GPU-seconds over the types, combined
-over subsets of the jobs as on the Pollux workloads (no fluid bound here).
+over subsets of the jobs as on the Pollux workloads, or the fluid bound
+with a capacity per type (each type's GPUs shared by the jobs on it, each
+job on one type at a time), whichever is larger.
 Reproduce one with
 
 `+"```sh"+`

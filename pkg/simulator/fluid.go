@@ -35,25 +35,57 @@ import (
 // hundred slots, so every integral is exact; μ and π are searched for
 // (completions of a greedy fluid schedule, then subgradient steps), and
 // whatever they are, the value is a valid bound.
+//
+// With several GPU types (capacity G_t each) a job has a hull per type and
+// runs on one type at a time. Relaxed to time-sharing between types (a
+// convex combination of one-type speeds), the job's term at τ is the best
+// over types of its one-type term, max_t Σ_k Δs_jtk (μ_j − γ_jtk π_t(τ) −
+// τ)^+, a linear objective being as large on the hull of the union as on
+// one of the sets, and the GPUs term is Σ_t ∫ G_t π_t(τ) dτ.
 
 // fluidSeg is a piece of a job's speed hull: Δs more speed (fraction of
-// the job per second) at gpu GPUs per unit of speed.
-type fluidSeg struct{ ds, gpu float64 }
+// the job per second) at gpu GPUs per unit of speed, on GPUs of type t
+// (an index into the capacities; 0 with one type).
+type fluidSeg struct {
+	ds, gpu float64
+	t       int
+}
 
 // fluidJob is a job of the fluid relaxation: it may work from R on, along
-// its hull's segments, cheapest first.
+// its hull's segments, cheapest first, on one type at a time. Its
+// segments are grouped by type, each group in hull order.
 type fluidJob struct {
 	R    float64
 	segs []fluidSeg
 }
 
-// best is the job's best time, 1 / its top speed.
+// best is the job's best time, 1 / its top speed on any type.
 func (j *fluidJob) best() float64 {
-	s := 0.0
-	for _, g := range j.segs {
-		s += g.ds
+	_, top := j.fastest()
+	return 1 / top
+}
+
+// fastest returns the type of the job's top speed and that speed: the
+// largest over types of its hull's sum.
+func (j *fluidJob) fastest() (t int, top float64) {
+	sum := 0.0
+	for i, g := range j.segs {
+		if i > 0 && g.t != j.segs[i-1].t {
+			sum = 0
+		}
+		if sum += g.ds; sum > top {
+			t, top = g.t, sum
+		}
 	}
-	return 1 / s
+	return t, top
+}
+
+// onType returns segments with their type set to t.
+func onType(segs []fluidSeg, t int) []fluidSeg {
+	for i := range segs {
+		segs[i].t = t
+	}
+	return segs
 }
 
 // fluidHull returns the segments of the upper concave hull of (0, 0) and
@@ -78,7 +110,7 @@ func fluidHull(gpus, speed []float64) []fluidSeg {
 	segs := make([]fluidSeg, 0, len(h)-1)
 	for i := 1; i < len(h); i++ {
 		ds := h[i].y - h[i-1].y
-		segs = append(segs, fluidSeg{ds, (h[i].x - h[i-1].x) / ds})
+		segs = append(segs, fluidSeg{ds: ds, gpu: (h[i].x - h[i-1].x) / ds})
 	}
 	return segs
 }
@@ -99,12 +131,24 @@ var fluidCache struct {
 const fluidMaxSegments = 20000
 
 // fluidBound returns a lower bound on Σ_j F_j over the fluid schedules of
-// jobs on g GPUs (see above), and false when it has none: no jobs, a job
-// that cannot run, or more than fluidMaxSegments hull segments.
+// jobs on g GPUs of one type (see above), and false when it has none: no
+// jobs, a job that cannot run, or more than fluidMaxSegments hull
+// segments.
 func fluidBound(jobs []fluidJob, g float64) (float64, bool) {
+	return fluidBoundTypes(jobs, []float64{g})
+}
+
+// fluidBoundTypes is fluidBound on several GPU types, caps[t] GPUs of
+// type t.
+func fluidBoundTypes(jobs []fluidJob, caps []float64) (float64, bool) {
 	n := len(jobs)
-	if n == 0 || !(g > 0) {
+	if n == 0 || len(caps) == 0 {
 		return 0, false
+	}
+	for _, g := range caps {
+		if !(g > 0) || math.IsInf(g, 0) {
+			return 0, false
+		}
 	}
 	segs := 0
 	for _, j := range jobs {
@@ -112,7 +156,7 @@ func fluidBound(jobs []fluidJob, g float64) (float64, bool) {
 			return 0, false
 		}
 		for _, s := range j.segs {
-			if !(s.ds > 0) || !(s.gpu > 0) || math.IsInf(s.ds, 0) || math.IsInf(s.gpu, 0) {
+			if !(s.ds > 0) || !(s.gpu > 0) || math.IsInf(s.ds, 0) || math.IsInf(s.gpu, 0) || s.t < 0 || s.t >= len(caps) {
 				return 0, false
 			}
 		}
@@ -121,26 +165,36 @@ func fluidBound(jobs []fluidJob, g float64) (float64, bool) {
 	if segs > fluidMaxSegments {
 		return 0, false
 	}
-	key := fluidKey(jobs, g)
+	key := fluidKey(jobs, caps)
 	fluidCache.Lock()
 	v, ok := fluidCache.m[key]
 	fluidCache.Unlock()
 	if ok {
 		return v, true
 	}
-	mu, primal := greedyPrices(jobs, g)
+	mu, primal := greedyPrices(jobs, caps)
 	best := math.Inf(-1)
-	// Each evaluation costs about fluidSlots × segments × log(segments);
-	// stay within a budget of about a second.
+	// Each evaluation costs about fluidSlots × segments × log(segments)
+	// (with several types a slot's search touches only the jobs working
+	// in it, so the same estimate holds); stay within about a second.
 	iters := int(min(40, max(3, 3e8/(fluidSlots*float64(segs)*math.Log2(float64(segs)+2)))))
 	recv := make([]float64, n)
 	eta := 0.5
 	for range iters {
-		best = max(best, fluidDual(jobs, g, mu, recv))
+		best = max(best, fluidDual(jobs, caps, mu, recv))
 		for i := range jobs {
 			mu[i] += eta * (1 - recv[i]) * jobs[i].best()
 		}
 		eta *= 0.9
+	}
+	if len(caps) > 1 {
+		// Every job alone at its best from R_j, at prices 0 (which every
+		// slot's search tries): the isolated value, which the search
+		// from the greedy's completions need not reach with several types.
+		for i := range jobs {
+			mu[i] = jobs[i].R + jobs[i].best()
+		}
+		best = max(best, fluidDual(jobs, caps, mu, recv))
 	}
 	// The greedy schedule is feasible, so by weak duality no bound is
 	// above its value; one that were would be a bug, and no bound is
@@ -158,7 +212,7 @@ func fluidBound(jobs []fluidJob, g float64) (float64, bool) {
 }
 
 // fluidKey hashes the jobs and GPUs (FNV-1a over the bits).
-func fluidKey(jobs []fluidJob, g float64) uint64 {
+func fluidKey(jobs []fluidJob, caps []float64) uint64 {
 	h := uint64(14695981039346656037)
 	mix := func(f float64) {
 		b := math.Float64bits(f)
@@ -168,13 +222,16 @@ func fluidKey(jobs []fluidJob, g float64) uint64 {
 			b >>= 8
 		}
 	}
-	mix(g)
+	for _, g := range caps {
+		mix(g)
+	}
 	for _, j := range jobs {
 		mix(j.R)
 		mix(float64(len(j.segs)))
 		for _, s := range j.segs {
 			mix(s.ds)
 			mix(s.gpu)
+			mix(float64(s.t))
 		}
 	}
 	return h
@@ -186,8 +243,9 @@ func fluidKey(jobs []fluidJob, g float64) uint64 {
 // finish its job's remaining work cheapest first (remaining share ×
 // GPUs per unit of speed), so that short jobs and efficient speeds go
 // first and no job climbs to an expensive speed while another waits for
-// a cheap one.
-func greedyPrices(jobs []fluidJob, g float64) ([]float64, float64) {
+// a cheap one. A job's first segment handed out fixes its type until the
+// next release or completion.
+func greedyPrices(jobs []fluidJob, caps []float64) ([]float64, float64) {
 	n := len(jobs)
 	rem := make([]float64, n)
 	byR := make([]int, n)
@@ -203,6 +261,8 @@ func greedyPrices(jobs []fluidJob, g float64) ([]float64, float64) {
 	}
 	var segs []seg
 	rate := make([]float64, n)
+	on := make([]int, n)
+	free := make([]float64, len(caps))
 	now, next, sumF := 0.0, 0, 0.0
 	for left := n; left > 0; {
 		for ; next < n && jobs[byR[next]].R <= now; next++ {
@@ -231,19 +291,21 @@ func greedyPrices(jobs []fluidJob, g float64) ([]float64, float64) {
 			}
 			return cmp.Compare(a.k, b.k)
 		})
-		free, dt := g, release-now
+		copy(free, caps)
+		dt := release - now
 		for _, i := range active {
-			rate[i] = 0
+			rate[i], on[i] = 0, -1
 		}
 		for _, sg := range segs {
-			if free <= 0 {
-				break
-			}
 			s := jobs[sg.i].segs[sg.k]
-			take := min(s.ds, free/s.gpu)
+			if free[s.t] <= 0 || on[sg.i] >= 0 && on[sg.i] != s.t {
+				continue
+			}
+			take := min(s.ds, free[s.t]/s.gpu)
 			rate[sg.i] += take
-			if free -= take * s.gpu; free <= 1e-12*g {
-				free = 0
+			on[sg.i] = s.t
+			if free[s.t] -= take * s.gpu; free[s.t] <= 1e-12*caps[s.t] {
+				free[s.t] = 0
 			}
 		}
 		for _, i := range active {
@@ -271,10 +333,10 @@ func greedyPrices(jobs []fluidJob, g float64) ([]float64, float64) {
 	return mu, sumF
 }
 
-// fluidDual returns the dual value for prices mu, with π chosen on each
+// fluidDual returns the dual value for prices mu, with π_t chosen on each
 // slot, and sets recv[j] to the share of job j done at those prices (the
 // subgradient is 1 − recv[j]).
-func fluidDual(jobs []fluidJob, g float64, mu, recv []float64) float64 {
+func fluidDual(jobs []fluidJob, caps []float64, mu, recv []float64) float64 {
 	clear(recv)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	val := 0.0
@@ -287,36 +349,27 @@ func fluidDual(jobs []fluidJob, g float64, mu, recv []float64) float64 {
 		return val
 	}
 	width := (hi - lo) / fluidSlots
-	type cand struct{ v, gpus float64 }
-	var cs []cand
+	types := len(caps)
+	pi := make([]float64, types)
+	choice := make([]int, len(jobs)) // the type each job is priced on
+	var sl fluidSlot
 	for s := range fluidSlots {
 		t0 := lo + float64(s)*width
 		t1, mid := t0+width, t0+width/2
-		// π: the value per GPU at which the segments worth more fill g.
-		cs = cs[:0]
-		for i, j := range jobs {
-			if j.R <= mid && mu[i] > mid {
-				for _, sg := range j.segs {
-					cs = append(cs, cand{(mu[i] - mid) / sg.gpu, sg.ds * sg.gpu})
-				}
-			}
+		fluidPrices(jobs, caps, mu, mid, pi, choice)
+		if types > 1 {
+			val -= sl.search(jobs, caps, mu, pi, t0, t1, recv)
+			continue
 		}
-		slices.SortFunc(cs, func(a, b cand) int { return cmp.Compare(b.v, a.v) })
-		pi, used := 0.0, 0.0
-		for _, c := range cs {
-			if used += c.gpus; used >= g {
-				pi = c.v
-				break
-			}
-		}
-		val -= g * pi * width
+		val -= caps[0] * pi[0] * width
 		for i, j := range jobs {
 			if mu[i] <= t0 || j.R >= t1 {
 				continue
 			}
+			from := max(t0, j.R)
 			for _, sg := range j.segs {
-				m := mu[i] - sg.gpu*pi
-				from, to := max(t0, j.R), min(t1, m)
+				m := mu[i] - sg.gpu*pi[0]
+				to := min(t1, m)
 				if to > from {
 					val -= sg.ds * (m*(to-from) - (to*to-from*from)/2)
 					recv[i] += sg.ds * (to - from)
@@ -325,4 +378,295 @@ func fluidDual(jobs []fluidJob, g float64, mu, recv []float64) float64 {
 		}
 	}
 	return val
+}
+
+// fluidSlot finds prices for one slot with several types: from the
+// prices given, a few subgradient steps on the slot's dual term (convex in
+// the prices; its subgradient in π_t is the GPU-time the jobs' best
+// responses use on t less the type's), keeping the best prices seen. It
+// keeps its buffers between calls.
+type fluidSlot struct {
+	in              fluidIntegral
+	work, bestWork  []float64
+	used, try, best []float64
+}
+
+// fluidSlotSteps is the number of subgradient steps per slot.
+const fluidSlotSteps = 12
+
+// search returns the slot's term at the best prices found, G·π·width plus
+// the jobs' integrals, and adds to recv the work done at those prices.
+func (sl *fluidSlot) search(jobs []fluidJob, caps, mu, pi []float64, t0, t1 float64, recv []float64) float64 {
+	n, types := len(jobs), len(caps)
+	sl.work, sl.bestWork = resize(sl.work, n), resize(sl.bestWork, n)
+	sl.used, sl.try, sl.best = resize(sl.used, types), resize(sl.try, types), resize(sl.best, types)
+	copy(sl.try, pi)
+	scale := 0.0 // the step's unit: the largest value per GPU bid
+	for i, j := range jobs {
+		if j.R < t1 && mu[i] > t0 {
+			for _, sg := range j.segs {
+				scale = max(scale, (mu[i]-t0)/sg.gpu)
+			}
+		}
+	}
+	clear(sl.best)
+	bestCost := sl.cost(jobs, caps, mu, sl.best, t0, t1) // prices 0
+	copy(sl.bestWork, sl.work)
+	step := 0.25
+	for k := 0; ; k++ {
+		cost := sl.cost(jobs, caps, mu, sl.try, t0, t1)
+		if cost < bestCost {
+			bestCost = cost
+			copy(sl.best, sl.try)
+			copy(sl.bestWork, sl.work)
+		}
+		if k == fluidSlotSteps || scale == 0 {
+			break
+		}
+		w := t1 - t0
+		for t, g := range caps {
+			sl.try[t] = max(0, sl.try[t]-step*scale*(g*w-sl.used[t])/(g*w))
+		}
+		step *= 0.7
+	}
+	for i := range recv {
+		recv[i] += sl.bestWork[i]
+	}
+	return bestCost
+}
+
+// cost is the slot's dual term at prices pi; it sets sl.work (each job's
+// work) and sl.used (GPU-time per type) of the jobs' best responses.
+func (sl *fluidSlot) cost(jobs []fluidJob, caps, mu, pi []float64, t0, t1 float64) float64 {
+	clear(sl.work)
+	clear(sl.used)
+	c := 0.0
+	for t, g := range caps {
+		c += g * pi[t] * (t1 - t0)
+	}
+	for i, j := range jobs {
+		if mu[i] <= t0 || j.R >= t1 {
+			continue
+		}
+		v, r := sl.in.best(j.segs, mu[i], pi, max(t0, j.R), min(t1, mu[i]), sl.used)
+		c += v
+		sl.work[i] = r
+	}
+	return c
+}
+
+// resize returns s with length n, reusing its array when it can.
+func resize(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
+}
+
+// fluidPrices sets pi[t], the value per GPU of type t at time mid, at
+// which the segments worth more fill the type: the prices that minimise
+// the slot's dual with one type. With several, a job bids on a type only
+// while it gains more there than on the others at their prices, so the
+// prices are set a type at a time (coordinate descent on the slot's dual,
+// convex in the prices), from those with every job on its fastest type.
+// Any prices give a valid bound; these aim at a tight one.
+func fluidPrices(jobs []fluidJob, caps []float64, mu []float64, mid float64, pi []float64, choice []int) {
+	type cand struct{ v, gpus float64 }
+	var cs []cand
+	price := func(t int, cutoff func(i int) float64) {
+		cs = cs[:0]
+		for i, j := range jobs {
+			if !(j.R <= mid && mu[i] > mid) {
+				continue
+			}
+			limit := cutoff(i)
+			for _, sg := range j.segs {
+				if sg.t == t {
+					if v := min((mu[i]-mid)/sg.gpu, limit); v > 0 {
+						cs = append(cs, cand{v, sg.ds * sg.gpu})
+					}
+				}
+			}
+		}
+		slices.SortFunc(cs, func(a, b cand) int { return cmp.Compare(b.v, a.v) })
+		pi[t] = 0
+		used := 0.0
+		for _, c := range cs {
+			if used += c.gpus; used >= caps[t] {
+				pi[t] = c.v
+				break
+			}
+		}
+	}
+	none := func(int) float64 { return math.Inf(1) }
+	if len(caps) == 1 {
+		price(0, none)
+		return
+	}
+	for i := range jobs {
+		choice[i], _ = jobs[i].fastest()
+	}
+	for t := range caps {
+		price(t, func(i int) float64 {
+			if choice[i] == t {
+				return math.Inf(1)
+			}
+			return 0
+		})
+	}
+	for range 2 {
+		for t := range caps {
+			price(t, func(i int) float64 {
+				return cutoffPrice(jobs[i].segs, mu[i]-mid, pi, t)
+			})
+		}
+	}
+}
+
+// cutoffPrice is the price of type t up to which segs, at value v per
+// unit of work, gain more on t than on any other type at prices pi.
+func cutoffPrice(segs []fluidSeg, v float64, pi []float64, t int) float64 {
+	other := 0.0
+	for u := range pi {
+		if u != t {
+			other = max(other, typeValue(segs, v, pi[u], u))
+		}
+	}
+	if other == 0 {
+		return math.Inf(1)
+	}
+	// typeValue(p) on t falls from its value at 0 and is linear between
+	// the prices v/γ_k (falling with k): find where it meets other.
+	a, b, first := 0.0, 0.0, -1
+	for k, g := range segs {
+		if g.t == t {
+			a += g.ds * v
+			b += g.ds * g.gpu
+			if first < 0 {
+				first = k
+			}
+		}
+	}
+	if a <= other {
+		return 0
+	}
+	// From p = 0 all of t's segments gain; segment k stops at v/γ_k,
+	// the last (most GPUs per speed) first.
+	for k := len(segs) - 1; k >= first; k-- {
+		g := segs[k]
+		if g.t != t {
+			continue
+		}
+		stop := v / g.gpu
+		if a-b*stop <= other {
+			return (a - other) / b
+		}
+		a -= g.ds * v
+		b -= g.ds * g.gpu
+	}
+	return math.Inf(1) // not reached: at the last stop t's value is 0
+}
+
+// typeValue is Σ_k Δs_k (v − γ_k p)^+ over the segments of type t.
+func typeValue(segs []fluidSeg, v, p float64, t int) float64 {
+	sum := 0.0
+	for _, g := range segs {
+		if g.t == t {
+			sum += g.ds * max(v-g.gpu*p, 0)
+		}
+	}
+	return sum
+}
+
+// bestType is the type on which segs gain most at value v per unit of
+// work and prices pi: max over t of Σ_k Δs_tk (v − γ_tk π_t)^+.
+func bestType(segs []fluidSeg, v float64, pi []float64) int {
+	best, bestT, sum := -1.0, 0, 0.0
+	for i, g := range segs {
+		if i > 0 && g.t != segs[i-1].t {
+			sum = 0
+		}
+		sum += g.ds * max(v-g.gpu*pi[g.t], 0)
+		if i+1 == len(segs) || segs[i+1].t != g.t {
+			if sum > best {
+				best, bestT = sum, g.t
+			}
+		}
+	}
+	return bestT
+}
+
+// fluidIntegral integrates a job's term on one slot with several types:
+// ∫ max_t f_t(τ) dτ with f_t(τ) = Σ_k Δs_tk (m_tk − τ)^+, m_tk = μ −
+// γ_tk π_t, and the work the maximiser does. Each f_t is linear between
+// the points m_tk, so on every piece between those points and the
+// crossings of two types' lines the maximum is one line, integrated
+// exactly. It keeps its buffers between calls.
+type fluidIntegral struct {
+	cuts    []float64
+	a, b, g []float64 // f_t(τ) = a[t] − b[t] τ on the current piece, using g[t] GPUs
+	pieces  []float64
+}
+
+// best returns the integral and the work, and adds the GPU-time the
+// maximiser uses on each type to used.
+func (in *fluidIntegral) best(segs []fluidSeg, mu float64, pi []float64, from, to float64, used []float64) (val, work float64) {
+	if !(to > from) {
+		return 0, 0
+	}
+	in.cuts = append(in.cuts[:0], from, to)
+	for _, g := range segs {
+		if m := mu - g.gpu*pi[g.t]; m > from && m < to {
+			in.cuts = append(in.cuts, m)
+		}
+	}
+	slices.Sort(in.cuts)
+	types := len(pi)
+	in.a, in.b, in.g = resize(in.a, types), resize(in.b, types), resize(in.g, types)
+	for c := 1; c < len(in.cuts); c++ {
+		x0, x1 := in.cuts[c-1], in.cuts[c]
+		if !(x1 > x0) {
+			continue
+		}
+		clear(in.a)
+		clear(in.b)
+		clear(in.g)
+		for _, g := range segs {
+			if m := mu - g.gpu*pi[g.t]; m >= x1 {
+				in.a[g.t] += g.ds * m
+				in.b[g.t] += g.ds
+				in.g[g.t] += g.ds * g.gpu
+			}
+		}
+		in.pieces = append(in.pieces[:0], x0, x1)
+		for t := range types {
+			for u := t + 1; u < types; u++ {
+				if db := in.b[t] - in.b[u]; db != 0 {
+					if x := (in.a[t] - in.a[u]) / db; x > x0 && x < x1 {
+						in.pieces = append(in.pieces, x)
+					}
+				}
+			}
+		}
+		slices.Sort(in.pieces)
+		for p := 1; p < len(in.pieces); p++ {
+			y0, y1 := in.pieces[p-1], in.pieces[p]
+			if !(y1 > y0) {
+				continue
+			}
+			mid := (y0 + y1) / 2
+			bt := 0
+			for t := 1; t < types; t++ {
+				if in.a[t]-in.b[t]*mid > in.a[bt]-in.b[bt]*mid {
+					bt = t
+				}
+			}
+			if in.b[bt] > 0 {
+				val += in.a[bt]*(y1-y0) - in.b[bt]*(y1*y1-y0*y0)/2
+				work += in.b[bt] * (y1 - y0)
+				used[bt] += in.g[bt] * (y1 - y0)
+			}
+		}
+	}
+	return val, work
 }

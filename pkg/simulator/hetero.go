@@ -3,6 +3,7 @@ package simulator
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -595,39 +596,63 @@ func (r *heteroRun) result() HeteroResult {
 	return res
 }
 
-// bound is the partition bound for a heterogeneous run: a job
-// alone takes at least one restart delay plus its least time over the
-// types and the sizes its class allows (rigid: its scale factor, as spec
-// asks for it), and per GPU-second of any type it does at most the work
-// of one GPU-second at its least GPU-seconds over types and sizes, so the
-// jobs together are never done faster than on one server of all the
-// cluster's GPUs processing those least GPU-seconds. partitionBound
-// combines the two. Moves between types only add restarts, so the bound
-// holds for every choice of types.
+// bound is a lower bound on the mean JCT of the policy's class for a
+// heterogeneous run, whatever the choice of types. The partition bound:
+// a job alone takes at least one restart delay plus its least time over
+// the types and the sizes its class allows (rigid: its scale factor, as
+// spec asks for it), and per GPU-second of any type it does at most the
+// work of one GPU-second at its least GPU-seconds over types and sizes,
+// so the jobs together are never done faster than on one server of all
+// the cluster's GPUs processing those least GPU-seconds; partitionBound
+// combines the two. The fluid bound (fluid.go) gives every type its own
+// capacity: jobs share each type's GPUs, each on one type at a time along
+// its curve there, so the GPUs of the fastest type are not counted for
+// all the jobs that would like them. Moves between types only add
+// restarts, so both hold for every choice of types; the bound is the
+// larger.
 func (r *heteroRun) bound(rigid bool) float64 {
+	names := slices.Sorted(maps.Keys(r.gpus))
+	caps := make([]float64, len(names))
 	total := 0
-	for _, g := range r.gpus {
-		total += g
+	for i, t := range names {
+		caps[i] = float64(r.gpus[t])
+		total += r.gpus[t]
 	}
 	delay := r.cfg.RestartDelay.Seconds()
 	iso := make([]float64, 0, len(r.w.Jobs))
 	tasks := make([]srptTask, 0, len(r.w.Jobs))
+	fluid := make([]fluidJob, 0, len(r.w.Jobs))
+	rest := 0.0 // Σ t_j/2 − r_j: from the fluid minimum to a flow time bound
+	var gpus, speed []float64
 	for _, j := range r.w.Jobs {
 		hj := r.jobs[api.JobID(j.Name)]
 		best, least := math.Inf(1), math.Inf(1)
-		for _, t := range hj.ok {
+		fj := fluidJob{R: j.Submit.Seconds() + delay}
+		for ti, t := range names {
+			if !slices.Contains(hj.ok, t) {
+				continue
+			}
 			spec := hj.spec(t)
 			lo, hi := spec.MinWorkers, spec.MaxWorkers
 			if rigid {
 				lo, hi = spec.RequestedWorkers, spec.RequestedWorkers
 			}
-			for n := lo; n <= hi; n++ {
+			gpus, speed = gpus[:0], speed[:0]
+			for n := lo; n <= min(hi, r.gpus[t]); n++ {
 				sec := j.Steps / hj.thr[t][n]
 				best, least = min(best, sec), min(least, float64(n)*sec)
+				gpus, speed = append(gpus, float64(n)), append(speed, 1/sec)
 			}
+			fj.segs = append(fj.segs, onType(fluidHull(gpus, speed), ti)...)
 		}
 		iso = append(iso, delay+best)
 		tasks = append(tasks, srptTask{release: j.Submit.Seconds(), size: least / float64(total)})
+		fluid = append(fluid, fj)
+		rest += best/2 - j.Submit.Seconds()
 	}
-	return partitionBound(iso, tasks)
+	pb := partitionBound(iso, tasks)
+	if fb, ok := fluidBoundTypes(fluid, caps); ok {
+		return max(pb, (fb+rest)/float64(len(fluid)))
+	}
+	return pb
 }

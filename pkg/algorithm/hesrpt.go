@@ -141,7 +141,7 @@ func (p HeSRPT) Allocate(s Snapshot) (Result, error) {
 		a.j, a.cap, a.k, a.workers = j, j.Max, int32(j.k()), j.Workers
 		w, perGPU := cfg.weight(j, s.Now, unknown, kmin)
 		a.w = w * perGPU
-		if j.Workers > 0 && j.remaining() < 3*cfg.RestartCost*j.S(j.Workers) {
+		if j.Workers > 0 && j.remaining() < cfg.finishing()*j.S(j.Workers) {
 			a.floor = j.Workers
 		}
 		hs.hull(a)
@@ -195,7 +195,7 @@ func (p HeSRPT) Allocate(s Snapshot) (Result, error) {
 			a.held, a.n = a.n, a.cap // a growth the last round found not worth it
 		}
 		r.Allocation[a.j.ID] = a.n
-		r.Reasons[a.j.ID] = a.reason(&c)
+		r.Reasons[a.j.ID] = a.reason(&c, cfg.finishing())
 	}
 	return checked(&s, r)
 }
@@ -224,6 +224,10 @@ func (c HeSRPTConfig) sane() HeSRPTConfig {
 	}
 	return c
 }
+
+// finishing is the work left, in seconds at a job's current size, under
+// which a running job keeps its size: three restarts.
+func (c HeSRPTConfig) finishing() float64 { return 3 * c.RestartCost }
 
 // uniformNode returns the GPUs of every node when all nodes have the same
 // number, else 0.
@@ -381,15 +385,16 @@ func (hs *hsState) breakEven(cfg HeSRPTConfig) bool {
 }
 
 // reason says why the job got its allocation, c being what the greedy
-// left free.
-func (a *hsJob) reason(c *capacity) Reason {
+// left free and finishing the work left under which a running job keeps
+// its size.
+func (a *hsJob) reason(c *capacity, finishing float64) Reason {
 	j, n := a.j, a.n
 	r := allocated(j, n)
 	switch {
 	case n == 0:
 		return noRoom(j, j.Min, c)
 	case a.next < 0:
-		r.Code, r.Seconds = Finishing, int(math.Ceil(j.remaining()/j.S(n)))
+		r.Code, r.Seconds = Finishing, int(math.Ceil(finishing))
 	case a.held > n && n == a.workers:
 		r.Code, r.Target = Kept, a.held
 	case n >= j.Max:

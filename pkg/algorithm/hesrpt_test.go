@@ -66,7 +66,7 @@ func TestHeSRPT(t *testing.T) {
 			snap: Snapshot(8,
 				MakeJob("done-soon").Workers(1, 8).Running(2).Remaining(100*time.Second)),
 			want:        api.Allocation{"done-soon": 2},
-			wantReasons: map[api.JobID]string{"done-soon": "running: 2 GPUs, kept: about 50s of work left, too little for a resize to pay"},
+			wantReasons: map[api.JobID]string{"done-soon": "running: 2 GPUs, kept: nearly done (under 3m0s of work left), a resize would not pay"},
 		},
 		// From 4 to 8 workers buys 1.5 % more throughput: over the hour
 		// it would hold, 0.05 × 3540 s = 177 units, less than the 60 s ×
@@ -101,7 +101,7 @@ func TestHeSRPT(t *testing.T) {
 				MakeJob("b").Workers(3, 3).Remaining(h1)),
 			want: api.Allocation{"a": 2, "b": 3},
 			wantReasons: map[api.JobID]string{
-				"a": "running: 4 GPUs (2 workers of 2), more would speed it up but the 1 free GPUs are too few or too scattered for a larger size",
+				"a": "running: 4 GPUs (2 workers of 2), more would speed it up but the free GPUs are too few or too scattered for a larger size",
 				"b": "running: 3 GPUs",
 			},
 		},

@@ -41,12 +41,14 @@ const (
 	// Kept: the job keeps its Workers workers because growing to Target
 	// would not repay the restart it costs.
 	Kept
-	// Finishing: the job keeps its Workers workers because it has about
-	// Seconds of work left, too little for a resize to pay.
+	// Finishing: the job keeps its Workers workers because it has less
+	// than Seconds of work left, too little for a resize to pay.
 	Finishing
 	// Outbid: the job got Workers workers and more would speed it up, but
 	// the other GPUs gain more on other jobs; Free GPUs were left over,
-	// too few or too scattered for a larger size of this job.
+	// too few or too scattered for a larger size of this job. (The message
+	// leaves the count out, so that it changes only when the rule does: a
+	// changed message is a status write.)
 	Outbid
 )
 
@@ -66,8 +68,8 @@ type Reason struct {
 	// Target is the allocation, in workers, the job was not moved to
 	// (Kept).
 	Target int
-	// Seconds is the job's estimated work left at its allocation
-	// (Finishing).
+	// Seconds is the work left, at the job's allocation, under which a
+	// running job keeps its size (Finishing).
 	Seconds int
 }
 
@@ -94,10 +96,10 @@ func (r Reason) String() string {
 	case Kept:
 		return fmt.Sprintf("running: %s, kept: growing to %s would not repay the restart", r.size(), r.gpus(r.Target))
 	case Finishing:
-		return fmt.Sprintf("running: %s, kept: about %s of work left, too little for a resize to pay", r.size(), time.Duration(r.Seconds)*time.Second)
+		return fmt.Sprintf("running: %s, kept: nearly done (under %s of work left), a resize would not pay", r.size(), time.Duration(r.Seconds)*time.Second)
 	case Outbid:
 		if r.Free > 0 {
-			return fmt.Sprintf("running: %s, more would speed it up but the %d free GPUs are too few or too scattered for a larger size", r.size(), r.Free)
+			return "running: " + r.size() + ", more would speed it up but the free GPUs are too few or too scattered for a larger size"
 		}
 		return "running: " + r.size() + ", more would speed it up but the other GPUs gain more on other jobs"
 	}

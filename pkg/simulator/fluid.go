@@ -578,24 +578,6 @@ func typeValue(segs []fluidSeg, v, p float64, t int) float64 {
 	return sum
 }
 
-// bestType is the type on which segs gain most at value v per unit of
-// work and prices pi: max over t of Σ_k Δs_tk (v − γ_tk π_t)^+.
-func bestType(segs []fluidSeg, v float64, pi []float64) int {
-	best, bestT, sum := -1.0, 0, 0.0
-	for i, g := range segs {
-		if i > 0 && g.t != segs[i-1].t {
-			sum = 0
-		}
-		sum += g.ds * max(v-g.gpu*pi[g.t], 0)
-		if i+1 == len(segs) || segs[i+1].t != g.t {
-			if sum > best {
-				best, bestT = sum, g.t
-			}
-		}
-	}
-	return bestT
-}
-
 // fluidIntegral integrates a job's term on one slot with several types:
 // ∫ max_t f_t(τ) dτ with f_t(τ) = Σ_k Δs_tk (m_tk − τ)^+, m_tk = μ −
 // γ_tk π_t, and the work the maximiser does. Each f_t is linear between

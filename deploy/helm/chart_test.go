@@ -34,6 +34,7 @@ imagePullSecrets: [{name: regcred}]
 scheduler:
   algorithm: Tiresias
   rateLimit: 10s
+  policyParams: [tiresias.thresholds=16h, tiresias.promote-knob=0]
   perGPUType:
     nvidia-tesla-v100: {algorithm: ElasticTiresias, rateLimit: 5s}
     nvidia-gtx-1080ti: {algorithm: AFS-L}
@@ -159,7 +160,8 @@ func TestChartRendersWhatItPromises(t *testing.T) {
 		"--namespace=ml", "--api-namespace=ml", "--api-addr=:8443", "--api-auth=static", "--api-token-file=/etc/voda/tokens/tokens.csv",
 		"--api-admin-groups=ml-admins", "--api-tls-cert-file=/etc/voda/tls/tls.crt", "--metrics-addr=:9090", "--api-max-body-bytes=262144", "--ui=false", "--metrics-dir=/metrics", "--gang-timeout=2m", "--verbose",
 		"--gang-scheduler=volcano", "--gang-scheduler-name=volcano-gpu", "--gang-queue=research",
-		"--accelerator=amd-mi300x=amd.com/gpu", "--accelerator=cpu-pool=cpu"} {
+		"--accelerator=amd-mi300x=amd.com/gpu", "--accelerator=cpu-pool=cpu",
+		"--policy-param=tiresias.thresholds=16h", "--policy-param=tiresias.promote-knob=0"} {
 		if !contains(full.Args, want) {
 			t.Errorf("every option: %s missing from %v", want, full.Args)
 		}

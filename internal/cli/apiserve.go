@@ -99,7 +99,7 @@ func (a *apiFlags) addTo(mgr ctrl.Manager, cfg *rest.Config, o kube.ManagerOptio
 	}
 	s, err := server.New(c, auth, server.Options{
 		Namespace: ns, AdminGroups: groups,
-		DefaultAlgorithm: o.Policy, DefaultRateLimit: o.RateLimit, ConfigNamespace: o.ConfigNamespace,
+		DefaultAlgorithm: o.Policy, DefaultRateLimit: o.RateLimit, Algorithm: o.Algorithm, ConfigNamespace: o.ConfigNamespace,
 		Accelerators: o.Accelerators,
 		MaxBodyBytes: a.maxBody, Version: Version, UI: a.ui,
 		Registerer: ctrlmetrics.Registry, Gatherer: ctrlmetrics.Registry,

@@ -27,6 +27,11 @@ func TestPoliciesListsEveryPolicy(t *testing.T) {
 			t.Errorf("%s has no summary", n)
 		}
 	}
+	for _, p := range algorithm.Params() {
+		if !strings.Contains(out, p.Name+" ") || !strings.Contains(out, p.Help) {
+			t.Errorf("output does not list parameter %s with its meaning:\n%s", p.Name, out)
+		}
+	}
 }
 
 func TestBadInputExitsWithCode2(t *testing.T) {

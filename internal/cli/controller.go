@@ -33,6 +33,7 @@ func newControllerCmd() *cobra.Command {
 		qps          float32
 		burst        int
 		api          apiFlags
+		policyParams []string
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -62,6 +63,9 @@ are refused by name.`,
   # Only the V100 nodes, with Tiresias, rescheduling at most every 10 s:
   voda controller --gpu-types nvidia-tesla-v100 --algorithm Tiresias --rate-limit 10s
 
+  # HeSRPT with a shorter tail (docs/policies.md weighs the trade-off):
+  voda controller --policy-param hesrpt.exponent=0.2 --policy-param hesrpt.aging=4h
+
   # Hand the gangs to a scheduler-plugins coscheduling scheduler:
   voda controller --gang-scheduler scheduler-plugins
 
@@ -70,7 +74,11 @@ are refused by name.`,
       --accelerator a100-mig=nvidia.com/mig-1g.10gb --accelerator cpu-pool=cpu`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := algorithm.New(o.Policy, algorithm.Config{}); err != nil {
+			var err error
+			if o.Algorithm, err = algorithm.ParseParams(algorithm.DefaultConfig(), policyParams); err != nil {
+				return usageError{fmt.Errorf("--policy-param: %w", err)}
+			}
+			if _, err := algorithm.New(o.Policy, o.Algorithm); err != nil {
 				return usageError{fmt.Errorf("--algorithm: %w", err)}
 			}
 			if o.RateLimit < 0 {
@@ -79,7 +87,6 @@ are refused by name.`,
 			if _, err := o.Gang.Resolve(); err != nil {
 				return usageError{fmt.Errorf("--gang-scheduler: %w", err)}
 			}
-			var err error
 			if o.Accelerators, err = v1alpha1.ParseAccelerators(accelerators); err != nil {
 				return usageError{fmt.Errorf("--accelerator: %w", err)}
 			}
@@ -129,6 +136,7 @@ are refused by name.`,
 	f.StringVar(&gpuTypes, "gpu-types", "", "comma-separated GPU types this replica schedules (default all)")
 	f.StringSliceVar(&accelerators, "accelerator", nil, "GPU_TYPE=RESOURCE: the node resource a GPU type schedules instead of nvidia.com/gpu (amd.com/gpu, nvidia.com/mig-1g.10gb, cpu for whole cores); repeat or comma-separate for several types")
 	f.StringVar(&o.Policy, "algorithm", kube.DefaultPolicy, "scheduling policy of every GPU type; see 'voda policies'")
+	f.StringArrayVar(&policyParams, "policy-param", nil, "NAME=VALUE: a parameter of the policies, for every GPU type of this replica (e.g. hesrpt.exponent=0.2, tiresias.thresholds=16h); repeat for several; 'voda policies' lists them with their defaults")
 	f.DurationVar(&o.RateLimit, "rate-limit", scheduler.DefaultRateLimit, "minimum time between two reschedulings of a GPU type; events in between are coalesced")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", `address of the Prometheus metrics endpoint; "0" disables it`)
 	f.StringVar(&o.HealthAddr, "health-addr", ":8081", `address of /healthz and /readyz; "0" disables them`)

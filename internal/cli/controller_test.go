@@ -19,6 +19,10 @@ func TestControllerRejectsBadFlags(t *testing.T) {
 		{[]string{"controller", "--gang-scheduler", "kueue"}, `unknown gang scheduler "kueue"; want one of none, scheduler-plugins, volcano`},
 		{[]string{"controller", "--gang-queue", "research"}, "needs --gang-scheduler=scheduler-plugins or volcano"},
 		{[]string{"controller", "--gang-scheduler", "scheduler-plugins", "--gang-queue", "q"}, "only for --gang-scheduler=volcano"},
+		{[]string{"controller", "--policy-param", "hesrpt.exponent"}, "--policy-param: policy parameter \"hesrpt.exponent\": want NAME=VALUE"},
+		{[]string{"controller", "--policy-param", "hesrpt.aging=0"}, "--policy-param: policy parameter hesrpt.aging=0: want a positive duration"},
+		{[]string{"controller", "--policy-param", "tiresias.thresholds=2h,1h"}, "--policy-param: tiresias thresholds must increase"},
+		{[]string{"controller", "--policy-param", "fifo.order=lifo"}, "valid parameters are hesrpt.exponent"},
 	}
 	for _, c := range cases {
 		code, _, stderr := run(c.args...)

@@ -491,6 +491,9 @@ func printSchedulers(w io.Writer, items []rest.Scheduler, format string) error {
 		done := s.Jobs[string(v1alpha1.PhaseCompleted)] + s.Jobs[string(v1alpha1.PhaseFailed)] + s.Jobs[string(v1alpha1.PhaseCanceled)]
 		waiting := s.Jobs[string(v1alpha1.PhaseWaiting)] + s.Jobs[string(v1alpha1.PhaseSubmitted)]
 		alg := s.Algorithm
+		if len(s.Parameters) > 0 {
+			alg += " (" + strings.Join(s.Parameters, ", ") + ")"
+		}
 		if s.SettingsError != "" {
 			alg += " (bad settings)"
 		}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -43,13 +44,26 @@ func newPoliciesCmd() *cobra.Command {
 case-insensitively; the original Voda spellings (e.g. ElasticFIFO, AFS-L,
 FfDLOptimizer) and forms with dashes or underscores are accepted. HeSRPT,
 Voda's own policy, is also accepted as "voda". docs/policies.md describes
-each rule in full.`,
+each rule in full.
+
+The parameters listed below the policies are set with --policy-param
+NAME=VALUE on 'voda controller' (for every GPU type it schedules; the Helm
+chart's scheduler.policyParams) and on 'voda simulate'.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "POLICY\tRULE\tFROM")
 			for _, n := range algorithm.Names() {
 				fmt.Fprintf(w, "%s\t%s\t%s\n", n, policySummaries[n], policyReferences[n])
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout())
+			w = tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "PARAMETER\tDEFAULT\tPOLICIES\tMEANING")
+			for _, p := range algorithm.Params() {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Name, p.Default, strings.Join(p.Policies, ","), p.Help)
 			}
 			return w.Flush()
 		},

@@ -26,6 +26,7 @@ type simulateFlags struct {
 	load                                   float64
 	seed                                   uint64
 	output, perJob, plot, html             string
+	policyParams                           []string
 }
 
 func newSimulateCmd() *cobra.Command {
@@ -71,6 +72,7 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
       --profiles ../shared/traces/pollux-adaptdl/profiles --baseline pollux-artifact --policy Tiresias
   voda simulate --output json --per-job jobs.csv --plot plots/
   voda simulate --policy HeSRPT --html hesrpt.html
+  voda simulate --policy HeSRPT --policy-param hesrpt.exponent=0.2 --policy-param hesrpt.aging=4h
   voda simulate --gpu-types v100=2x4,p100=4x4,k80=6x4 --gavel ../shared/traces/gavel --jobs 300 --jobs-per-hour 1`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -100,6 +102,7 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
 	fl.IntVar(&f.jobs, "jobs", 160, "jobs in the synthetic workload")
 	fl.Float64Var(&f.load, "load", 1.0, "synthetic arrival rate relative to 20 jobs/hour")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the synthetic workload")
+	fl.StringArrayVar(&f.policyParams, "policy-param", nil, "NAME=VALUE: a policy parameter, as 'voda controller --policy-param' takes it (e.g. hesrpt.exponent=0.2); repeat for several; 'voda policies' lists them")
 	fl.StringVar(&f.information, "information", "oracle", "what policies know of speedup and remaining time: oracle (true values) or estimated (the estimator's, from the step times jobs report)")
 	fl.StringVar(&f.output, "output", "table", "output format: table, json or csv")
 	fl.StringVar(&f.perJob, "per-job", "", "also write one CSV row per job to this file")
@@ -194,6 +197,10 @@ func prepareSimulation(cmd *cobra.Command, f *simulateFlags) (*simulation, error
 	default:
 		return nil, fmt.Errorf("--baseline %q: the only preset is pollux-artifact", f.baseline)
 	}
+	params, err := algorithm.ParseParams(algorithm.Config{Tiresias: tiresias, HeSRPT: algorithm.DefaultHeSRPT()}, f.policyParams)
+	if err != nil {
+		return nil, fmt.Errorf("--policy-param: %w", err)
+	}
 	policies, err := parsePolicies(f.policies)
 	if err != nil {
 		return nil, err
@@ -207,7 +214,7 @@ func prepareSimulation(cmd *cobra.Command, f *simulateFlags) (*simulation, error
 	s := &simulation{catalog: simulator.ModelCatalog(cat)}
 	for _, p := range policies {
 		cfg := simulator.Config{Policy: p, Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, RestartDelay: f.restartDelay,
-			RateLimit: f.rateLimit, Interval: f.interval, Tiresias: tiresias, Information: f.information, GPUsPerWorker: f.perWorker,
+			RateLimit: f.rateLimit, Interval: f.interval, Tiresias: params.Tiresias, HeSRPT: params.HeSRPT, Information: f.information, GPUsPerWorker: f.perWorker,
 			RecordEvents: f.html != ""}
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("invalid flags: %w", err)

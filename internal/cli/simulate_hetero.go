@@ -92,6 +92,10 @@ func prepareHetero(cmd *cobra.Command, f *simulateFlags, h *heteroFlags) (*heter
 			choices = append(choices, strings.ToLower(strings.TrimSpace(c)))
 		}
 	}
+	params, err := algorithm.ParseParams(algorithm.DefaultConfig(), f.policyParams)
+	if err != nil {
+		return nil, fmt.Errorf("--policy-param: %w", err)
+	}
 	policies, err := parsePolicies(f.policies)
 	if err != nil {
 		return nil, err
@@ -100,7 +104,7 @@ func prepareHetero(cmd *cobra.Command, f *simulateFlags, h *heteroFlags) (*heter
 	for _, p := range policies {
 		for _, c := range choices {
 			cfg := simulator.HeteroConfig{Policy: p, Types: types, RestartDelay: f.restartDelay, RateLimit: f.rateLimit,
-				Tiresias: algorithm.DefaultTiresias(), Choice: c, Seed: f.seed}
+				Tiresias: params.Tiresias, HeSRPT: params.HeSRPT, Choice: c, Seed: f.seed}
 			if err := cfg.Validate(); err != nil {
 				return nil, fmt.Errorf("invalid flags: %w", err)
 			}

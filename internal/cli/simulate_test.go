@@ -166,6 +166,33 @@ func TestSimulateHetero(t *testing.T) {
 	}
 }
 
+// --policy-param reaches the policy: HeSRPT with an exponent of 0 (all
+// jobs weigh the same) schedules differently from its default, and a
+// parameter that only Tiresias reads leaves HeSRPT's results alone.
+func TestSimulatePolicyParams(t *testing.T) {
+	sim := func(extra ...string) map[string]any {
+		t.Helper()
+		args := append([]string{"simulate", "--policy", "HeSRPT", "--jobs", "30", "--load", "2", "--output", "json"}, extra...)
+		code, out, stderr := run(args...)
+		var doc struct{ Results []map[string]any }
+		if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Results) != 1 {
+			t.Fatalf("%v: exit %d: %s\n%s", extra, code, stderr, out)
+		}
+		delete(doc.Results[0], "sim_wall_s")
+		return doc.Results[0]
+	}
+	def := sim()
+	if diff := cmp.Diff(def, sim("--policy-param", "tiresias.thresholds=2h")); diff != "" {
+		t.Errorf("a Tiresias parameter changed HeSRPT's results:\n%s", diff)
+	}
+	if diff := cmp.Diff(def, sim("--policy-param", "hesrpt.exponent=0.3")); diff != "" {
+		t.Errorf("HeSRPT's default exponent, given, changed its results:\n%s", diff)
+	}
+	if flat := sim("--policy-param", "hesrpt.exponent=0"); flat["avg_jct_s"] == def["avg_jct_s"] {
+		t.Errorf("exponent 0 left the average JCT at %v", def["avg_jct_s"])
+	}
+}
+
 func TestSimulateBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.csv")
@@ -197,6 +224,9 @@ func TestSimulateBadInput(t *testing.T) {
 		"hetero and nodes":     {[]string{"--gpu-types", "v100=1x4", "--gavel", gavelDir, "--nodes", "3"}, "--nodes does not apply with --gpu-types"},
 		"bad type choice":      {[]string{"--gpu-types", "v100=1x4", "--gavel", gavelDir, "--type-choice", "best"}, `type choice "best"`},
 		"missing gavel data":   {[]string{"--gpu-types", "v100=1x4", "--gavel", dir}, "simulation_throughputs.json"},
+		"unknown parameter":    {[]string{"--policy-param", "hesrpt.speed=2"}, `--policy-param: unknown policy parameter "hesrpt.speed"`},
+		"bad parameter":        {[]string{"--policy-param", "hesrpt.exponent=-1"}, "--policy-param: policy parameter hesrpt.exponent=-1: want 0 or more"},
+		"hetero bad parameter": {[]string{"--gpu-types", "v100=1x4", "--gavel", gavelDir, "--policy-param", "tiresias.service=total"}, "--policy-param: tiresias promotion needs"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

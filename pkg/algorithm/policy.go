@@ -100,13 +100,15 @@ func Canonical(name string) (string, error) {
 	return "", fmt.Errorf("unknown policy %q: valid policies are %s", name, strings.Join(names, ", "))
 }
 
-// New returns the named policy configured with cfg. The Tiresias settings are
+// New returns the named policy configured with cfg; a section of cfg left
+// at its zero value means the defaults. The Tiresias settings are
 // validated here so a bad configuration fails before it schedules anything.
 func New(name string, cfg Config) (Policy, error) {
 	c, err := Canonical(name)
 	if err != nil {
 		return nil, err
 	}
+	cfg = cfg.WithDefaults()
 	if c == NameTiresias || c == NameElasticTiresias {
 		if err := cfg.Tiresias.Validate(); err != nil {
 			return nil, fmt.Errorf("policy %s: %w", c, err)

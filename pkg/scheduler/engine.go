@@ -128,9 +128,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Policy == "" {
 		cfg.Policy = algorithm.NameElasticFIFO
 	}
-	if cfg.Algorithm.Tiresias.Thresholds == nil && cfg.Algorithm.Tiresias.Service == "" {
-		cfg.Algorithm.Tiresias = algorithm.DefaultTiresias()
-	}
+	cfg.Algorithm = cfg.Algorithm.WithDefaults()
 	if err := cfg.Algorithm.Tiresias.Validate(); err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}

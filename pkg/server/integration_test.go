@@ -37,6 +37,7 @@ import (
 
 	"github.com/vodascheduler/voda/internal/cli"
 	"github.com/vodascheduler/voda/internal/testenv"
+	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/apis/rest"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 	"github.com/vodascheduler/voda/pkg/client"
@@ -145,6 +146,12 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	apiAddr := ln.Addr().String()
 	ln.Close()
 	metricsDir := t.TempDir()
+	// A policy parameter as --policy-param sets it; testSchedulers looks
+	// for it where the policy reads it.
+	params, err := algorithm.ParseParams(algorithm.DefaultConfig(), []string{"tiresias.thresholds=2h"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mgr, ctrl, err := kube.NewManager(saCfg, kube.ManagerOptions{
 		Options: kube.Options{
 			Metrics:  m,
@@ -153,6 +160,7 @@ func startAPIEnv(t *testing.T) *apiEnv {
 			SyncPeriod: 2 * time.Second, ConfigNamespace: apiNS, Log: funcr.New(func(string, string) {}, funcr.Options{}),
 			ProgressURL: "http://" + apiAddr,
 			MetricsDir:  metricsDir, MetricsScan: 300 * time.Millisecond,
+			Algorithm: params,
 		},
 		Namespace: apiNS, MetricsAddr: "0", HealthAddr: "0",
 	})
@@ -166,7 +174,7 @@ func startAPIEnv(t *testing.T) *apiEnv {
 		t.Fatal(err)
 	}
 	opts := server.Options{
-		Namespace: apiNS, DefaultAlgorithm: "elasticfifo", DefaultRateLimit: 300 * time.Millisecond,
+		Namespace: apiNS, DefaultAlgorithm: "elasticfifo", DefaultRateLimit: 300 * time.Millisecond, Algorithm: params,
 		Registerer: e.registry, Gatherer: e.registry, Version: "test", UI: true,
 	}
 	s, err := server.New(sa, static, opts)
@@ -630,7 +638,7 @@ func testSchedulers(t *testing.T, e *apiEnv) {
 		t.Fatal(err)
 	}
 	i := slices.IndexFunc(scheds, func(s rest.Scheduler) bool { return s.GPUType == testGPUType })
-	if i < 0 || scheds[i].Algorithm != "ElasticFIFO" || scheds[i].GPUs != 8 || scheds[i].Nodes != 2 || scheds[i].RateLimit != "300ms" {
+	if i < 0 || scheds[i].Algorithm != "ElasticFIFO" || scheds[i].GPUs != 8 || scheds[i].Nodes != 2 || scheds[i].RateLimit != "300ms" || len(scheds[i].Parameters) != 0 {
 		t.Fatalf("schedulers: %+v", scheds)
 	}
 	code, out := e.voda(t, "alice", "get", "schedulers")
@@ -705,6 +713,15 @@ func testSchedulers(t *testing.T, e *apiEnv) {
 	code, out = e.voda(t, "root", "set", "scheduler", testGPUType, "--algorithm", "tiresias", "--rate-limit", "1s")
 	if code != 0 || !strings.Contains(out, "Scheduler api-gpu: algorithm Tiresias, rate limit 1s") {
 		t.Fatalf("set scheduler: %d %s", code, out)
+	}
+	// Tiresias reads the controller's threshold, and the schedulers say so.
+	eventually(t, 30*time.Second, "the schedulers show Tiresias's parameter", func() (bool, error) {
+		scheds, err := alice.Schedulers(ctx)
+		i := slices.IndexFunc(scheds, func(s rest.Scheduler) bool { return s.GPUType == testGPUType })
+		return i >= 0 && slices.Equal(scheds[i].Parameters, []string{"tiresias.thresholds=2h"}), err
+	})
+	if code, out := e.voda(t, "alice", "get", "schedulers"); code != 0 || !regexpMatch(`(?m)^api-gpu +Tiresias \(tiresias.thresholds=2h\) +1s `, out) {
+		t.Errorf("get schedulers under Tiresias: %d\n%s", code, out)
 	}
 	s, err := root.SetScheduler(ctx, testGPUType, rest.SchedulerUpdate{Algorithm: "AFS-L"})
 	if err != nil || s.Algorithm != "AFS-L" || s.RateLimit != "1s" {

@@ -105,6 +105,7 @@ func (s *Server) schedulersOf(cr *clusterRead) map[string]rest.Scheduler {
 				sc.SettingsError = err.Error()
 			}
 			sc.Algorithm, sc.RateLimit = set.Algorithm, set.RateLimit
+			sc.Parameters = s.o.Algorithm.Changed(set.Algorithm)
 		}
 		return sc
 	}

@@ -48,6 +48,10 @@ type Options struct {
 	// for GPU types without runtime settings.
 	DefaultAlgorithm string
 	DefaultRateLimit time.Duration
+	// Algorithm holds the controller's policy parameters (--policy-param);
+	// the queue view ranks jobs with them. The zero value means the
+	// defaults.
+	Algorithm algorithm.Config
 	// Accelerators are the controller's: the node resource of each GPU type
 	// that does not schedule nvidia.com/gpu.
 	Accelerators v1alpha1.Accelerators
@@ -122,7 +126,7 @@ func New(c client.Client, auth Authenticator, o Options) (*Server, error) {
 	if o.DefaultAlgorithm == "" {
 		o.DefaultAlgorithm = kube.DefaultPolicy
 	}
-	p, err := algorithm.New(o.DefaultAlgorithm, algorithm.DefaultConfig())
+	p, err := algorithm.New(o.DefaultAlgorithm, o.Algorithm)
 	if err != nil {
 		return nil, fmt.Errorf("server: default algorithm: %w", err)
 	}

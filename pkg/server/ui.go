@@ -322,7 +322,7 @@ func (s *Server) uiState(ctx context.Context, u User) (ui.State, error) {
 	if err != nil {
 		return ui.State{}, err
 	}
-	st := ui.State{Now: s.o.Now(), Jobs: cr.jobs, Schedulers: s.schedulersOf(cr), Viewer: viewer(s, u)}
+	st := ui.State{Now: s.o.Now(), Jobs: cr.jobs, Schedulers: s.schedulersOf(cr), Viewer: viewer(s, u), Algorithm: s.o.Algorithm}
 	for i := range cr.nodes {
 		n := &cr.nodes[i]
 		if t, gpus := kube.NodeGPUs(n, s.o.Accelerators); t != "" {

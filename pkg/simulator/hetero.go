@@ -49,7 +49,9 @@ type HeteroConfig struct {
 	RestartDelay time.Duration
 	RateLimit    time.Duration
 	Tiresias     algorithm.TiresiasConfig
-	Choice       string
+	// HeSRPT holds HeSRPT's parameters; the zero value means its defaults.
+	HeSRPT algorithm.HeSRPTConfig
+	Choice string
 	// Seed draws the random choices.
 	Seed uint64
 	// TypeChoice configures ChoiceVoda; the zero value means
@@ -209,6 +211,7 @@ func RunHetero(cfg HeteroConfig, w HeteroWorkload, table *GavelTable) (HeteroRes
 		ecfg := scheduler.DefaultConfig(api.GPUType(t.Name), r.clock)
 		ecfg.Policy, ecfg.RateLimit = cfg.Policy, cfg.RateLimit
 		ecfg.Algorithm.Tiresias = cfg.Tiresias
+		ecfg.Algorithm.HeSRPT = cfg.HeSRPT
 		e, err := scheduler.New(ecfg)
 		if err != nil {
 			return HeteroResult{}, err

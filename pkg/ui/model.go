@@ -42,6 +42,9 @@ type State struct {
 	Jobs       []v1alpha1.TrainingJob
 	Schedulers map[string]rest.Scheduler
 	Viewer     Viewer
+	// Algorithm holds the controller's policy parameters; the zero value
+	// means the defaults.
+	Algorithm algorithm.Config
 }
 
 // Cell kinds of the cluster grid.
@@ -200,7 +203,7 @@ type QueueView struct {
 // so positions count jobs the viewer cannot see.
 func Queue(s State, f QueueFilter) QueueView {
 	v := QueueView{Filter: f, Policies: map[string]string{}, Phases: []string{"Waiting", "Starting", "Running"}}
-	cfg := algorithm.DefaultConfig()
+	cfg := s.Algorithm.WithDefaults()
 	byType := map[string][]*v1alpha1.TrainingJob{}
 	namespaces, users := map[string]bool{}, map[string]bool{}
 	for _, tj := range sortedJobs(s.Jobs) {

@@ -248,6 +248,9 @@ func TestDuration(t *testing.T) {
 // only.
 func TestPagesRender(t *testing.T) {
 	s := state(ui.Viewer{Name: "root", Admin: true})
+	v100 := s.Schedulers["v100"]
+	v100.Parameters = []string{"tiresias.thresholds=2h", "tiresias.promote-knob=0"}
+	s.Schedulers["v100"] = v100
 	tj := s.Jobs[0]
 	pages := []ui.Page{
 		{Page: "login", Title: "Log in", Root: "./", Data: ui.LoginData{Next: "queue", Error: `bad <token>`}},
@@ -283,7 +286,9 @@ func TestPagesRender(t *testing.T) {
 	if err := ui.Render(&b, pages[1], false); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "2 nodes, 8 GPUs: 0 held by jobs, 0 by other pods, 2 free; 2 jobs waiting.") {
+	if !strings.Contains(b.String(), "2 nodes, 8 GPUs: 0 held by jobs, 0 by other pods, 2 free; 2 jobs waiting.") ||
+		!strings.Contains(b.String(), `FIFO</span> with <code data-parameter>tiresias.thresholds=2h</code>, <code data-parameter>tiresias.promote-knob=0</code>, at most`) ||
+		strings.Count(b.String(), "data-parameter") != 2 {
 		t.Errorf("cluster page's summary:\n%s", b.String())
 	}
 	b.Reset()

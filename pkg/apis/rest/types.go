@@ -45,6 +45,10 @@ type Scheduler struct {
 	// settings if set and valid, else the controller's defaults.
 	Algorithm string `json:"algorithm"`
 	RateLimit string `json:"rateLimit"`
+	// Parameters are the controller's policy parameters (--policy-param)
+	// that Algorithm reads and that differ from the defaults, as
+	// NAME=VALUE.
+	Parameters []string `json:"parameters,omitempty"`
 	// SettingsError, if set, says why the runtime settings of this GPU type
 	// are ignored.
 	SettingsError string `json:"settingsError,omitempty"`

@@ -183,7 +183,8 @@ func (c *Controller) reconcileConfig(ctx context.Context, _ reconcile.Request) (
 		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("apply settings to %s: %w", t, err)
 		}
-		c.log.Info("scheduler settings", "gpuType", t, "policy", s.policy, "rateLimit", s.rateLimit)
+		c.log.Info("scheduler settings", "gpuType", t, "policy", s.policy, "rateLimit", s.rateLimit,
+			"policyParams", c.opts.Algorithm.Changed(s.policy))
 	}
 	return reconcile.Result{}, nil
 }

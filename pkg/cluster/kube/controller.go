@@ -317,7 +317,8 @@ func (c *Controller) engineFor(t api.GPUType) *engine {
 	if c.runCtx != nil {
 		e.start(c.runCtx)
 	}
-	c.log.Info("scheduler created", "gpuType", t, "policy", e.eng.Policy(), "rateLimit", e.eng.RateLimit())
+	c.log.Info("scheduler created", "gpuType", t, "policy", e.eng.Policy(), "rateLimit", e.eng.RateLimit(),
+		"policyParams", c.opts.Algorithm.Changed(e.eng.Policy()))
 	return e
 }
 

@@ -718,9 +718,9 @@ func testSchedulers(t *testing.T, e *apiEnv) {
 	eventually(t, 30*time.Second, "the schedulers show Tiresias's parameter", func() (bool, error) {
 		scheds, err := alice.Schedulers(ctx)
 		i := slices.IndexFunc(scheds, func(s rest.Scheduler) bool { return s.GPUType == testGPUType })
-		return i >= 0 && slices.Equal(scheds[i].Parameters, []string{"tiresias.thresholds=2h"}), err
+		return i >= 0 && slices.Equal(scheds[i].Parameters, []string{"tiresias.thresholds=7200"}), err
 	})
-	if code, out := e.voda(t, "alice", "get", "schedulers"); code != 0 || !regexpMatch(`(?m)^api-gpu +Tiresias \(tiresias.thresholds=2h\) +1s `, out) {
+	if code, out := e.voda(t, "alice", "get", "schedulers"); code != 0 || !regexpMatch(`(?m)^api-gpu +Tiresias \(tiresias.thresholds=7200\) +1s `, out) {
 		t.Errorf("get schedulers under Tiresias: %d\n%s", code, out)
 	}
 	s, err := root.SetScheduler(ctx, testGPUType, rest.SchedulerUpdate{Algorithm: "AFS-L"})

@@ -171,11 +171,13 @@ func TestChartRendersWhatItPromises(t *testing.T) {
 	}
 	// Bad values fail with a message.
 	for values, want := range map[string]string{
-		"api: {auth: magic}":                        `api.auth is "magic"`,
-		"api: {auth: static}":                       "needs api.staticTokenSecret",
-		"watchNamespace: a\napi: {jobNamespace: b}": "must equal watchNamespace",
-		"scheduler: {gangScheduler: kueue}":         `scheduler.gangScheduler is "kueue": want none, scheduler-plugins or volcano`,
-		"scheduler: {gangQueue: research}":          "scheduler.gangQueue is only for scheduler.gangScheduler volcano",
+		"api: {auth: magic}":                                `api.auth is "magic"`,
+		"api: {auth: static}":                               "needs api.staticTokenSecret",
+		"watchNamespace: a\napi: {jobNamespace: b}":         "must equal watchNamespace",
+		"scheduler: {gangScheduler: kueue}":                 `scheduler.gangScheduler is "kueue": want none, scheduler-plugins or volcano`,
+		"scheduler: {gangQueue: research}":                  "scheduler.gangQueue is only for scheduler.gangScheduler volcano",
+		"scheduler: {policyParams: {hesrpt.exponent: 0.2}}": "scheduler.policyParams must be a list of NAME=VALUE strings",
+		"scheduler: {policyParams: [hesrpt.exponent]}":      `scheduler.policyParams has "hesrpt.exponent": want NAME=VALUE`,
 	} {
 		out, err := helm(t, "template", "voda", chartDir(t), "-f", valuesFile(t, values))
 		if err == nil || !strings.Contains(out, want) {

@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
@@ -189,30 +187,17 @@ func runGPUTypeSeeds(gavel string, seeds int) (gpuTypeSeeds, error) {
 		}
 	}
 	errs := make([]error, len(tasks))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				t := tasks[i]
-				cfg := simulator.HeteroConfig{Policy: t.policy, Types: gpuTypesCluster, RestartDelay: 30 * time.Second,
-					RateLimit: 30 * time.Second, Tiresias: algorithm.DefaultTiresias(), Choice: simulator.ChoiceVoda, Seed: uint64(t.seed)}
-				r, err := simulator.RunHetero(cfg, *t.w, table)
-				if err != nil {
-					errs[i] = fmt.Errorf("seed %d, %v jobs/hour, %s: %w", t.seed, seedRates[t.rate], t.policy, err)
-					continue
-				}
-				out.jct[t.policy][t.rate][t.seed-1] = r.MeanJCT()
-			}
-		}()
-	}
-	for i := range tasks {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	forEach(len(tasks), func(i int) {
+		t := tasks[i]
+		cfg := simulator.HeteroConfig{Policy: t.policy, Types: gpuTypesCluster, RestartDelay: 30 * time.Second,
+			RateLimit: 30 * time.Second, Tiresias: algorithm.DefaultTiresias(), Choice: simulator.ChoiceVoda, Seed: uint64(t.seed)}
+		r, err := simulator.RunHetero(cfg, *t.w, table)
+		if err != nil {
+			errs[i] = fmt.Errorf("seed %d, %s, %s: %w", t.seed, perHour(seedRates[t.rate]), t.policy, err)
+			return
+		}
+		out.jct[t.policy][t.rate][t.seed-1] = r.MeanJCT()
+	})
 	for _, err := range errs {
 		if err != nil {
 			return gpuTypeSeeds{}, err

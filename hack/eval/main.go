@@ -100,23 +100,10 @@ func run(traces, gavel, out, plots string) error {
 	}
 	results := make([]simulator.Result, len(jobs))
 	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	next := make(chan int)
 	start := time.Now()
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				results[i], errs[i] = simulator.Run(jobs[i].cfg, jobs[i].w, sc)
-			}
-		}()
-	}
-	for i := range jobs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	forEach(len(jobs), func(i int) {
+		results[i], errs[i] = simulator.Run(jobs[i].cfg, jobs[i].w, sc)
+	})
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -145,6 +132,26 @@ func run(traces, gavel, out, plots string) error {
 		return err
 	}
 	return writePlots(plots, byKey)
+}
+
+// forEach calls f with 0 to n−1, on every core.
+func forEach(n int, f func(i int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // agg is the mean over workloads of per-workload metrics.

@@ -30,56 +30,21 @@ type Param struct {
 var tiresiasPolicies = []string{NameTiresias, NameElasticTiresias}
 
 var params = []Param{
-	{
-		Name: "hesrpt.exponent", Policies: []string{NameHeSRPT},
-		Help: "how strongly shorter jobs are preferred: a job weighs (remaining work)^-exponent; 0 maximises throughput, 1 is close to SRPT; lower values trade mean JCT for a shorter tail",
-		set: func(c *Config, v string) error {
-			f, err := parseNumber(v, 0)
-			c.HeSRPT.Exponent = f
-			return err
-		},
-		get: func(c Config) string { return formatNumber(c.HeSRPT.Exponent) },
-	},
-	{
-		Name: "hesrpt.restart-cost", Policies: []string{NameHeSRPT},
-		Help: "work a resize is assumed to cost (a duration such as 60s, or seconds): a resize must gain more than this over the time its size holds",
-		set: func(c *Config, v string) error {
-			f, err := parseSeconds(v, false)
-			c.HeSRPT.RestartCost = f
-			return err
-		},
-		get: func(c Config) string { return formatSeconds(c.HeSRPT.RestartCost) },
-	},
-	{
-		Name: "hesrpt.hysteresis", Policies: []string{NameHeSRPT},
-		Help: "extra weight of a running job's current size (0.2: 20%), so that jobs do not flap between sizes",
-		set: func(c *Config, v string) error {
-			f, err := parseNumber(v, 0)
-			c.HeSRPT.Hysteresis = f
-			return err
-		},
-		get: func(c Config) string { return formatNumber(c.HeSRPT.Hysteresis) },
-	},
-	{
-		Name: "hesrpt.horizon", Policies: []string{NameHeSRPT},
-		Help: "longest time a new size is expected to hold when weighing a resize against its restart (a positive duration)",
-		set: func(c *Config, v string) error {
-			f, err := parseSeconds(v, true)
-			c.HeSRPT.Horizon = f
-			return err
-		},
-		get: func(c Config) string { return formatSeconds(c.HeSRPT.Horizon) },
-	},
-	{
-		Name: "hesrpt.aging", Policies: []string{NameHeSRPT},
-		Help: "waiting time that doubles a job's weight (a positive duration); what keeps a long job from waiting forever, shorter values shorten the tail of waiting jobs",
-		set: func(c *Config, v string) error {
-			f, err := parseSeconds(v, true)
-			c.HeSRPT.Aging = f
-			return err
-		},
-		get: func(c Config) string { return formatSeconds(c.HeSRPT.Aging) },
-	},
+	floatParam("hesrpt.exponent", []string{NameHeSRPT},
+		"how strongly shorter jobs are preferred: a job weighs (remaining work)^-exponent; 0 maximises throughput, 1 is close to SRPT; lower values trade mean JCT for a shorter tail",
+		func(c *Config) *float64 { return &c.HeSRPT.Exponent }, number),
+	floatParam("hesrpt.restart-cost", []string{NameHeSRPT},
+		"work a resize is assumed to cost (a duration such as 60s, or seconds): a resize must gain more than this over the time its size holds",
+		func(c *Config) *float64 { return &c.HeSRPT.RestartCost }, seconds),
+	floatParam("hesrpt.hysteresis", []string{NameHeSRPT},
+		"extra weight of a running job's current size (0.2: 20%), so that jobs do not flap between sizes",
+		func(c *Config) *float64 { return &c.HeSRPT.Hysteresis }, number),
+	floatParam("hesrpt.horizon", []string{NameHeSRPT},
+		"longest time a new size is expected to hold when weighing a resize against its restart (a positive duration)",
+		func(c *Config) *float64 { return &c.HeSRPT.Horizon }, positiveSeconds),
+	floatParam("hesrpt.aging", []string{NameHeSRPT},
+		"waiting time that doubles a job's weight (a positive duration); what keeps a long job from waiting forever, shorter values shorten the tail of waiting jobs",
+		func(c *Config) *float64 { return &c.HeSRPT.Aging }, positiveSeconds),
 	{
 		Name: "tiresias.thresholds", Policies: tiresiasPolicies,
 		Help: "attained service at which a job moves to the next queue, comma-separated and increasing, one per queue boundary: GPU-seconds, or GPU-time as a duration (16h is 57600 GPU-s)",
@@ -117,16 +82,9 @@ var params = []Param{
 		},
 		get: func(c Config) string { return string(c.Tiresias.Service) },
 	},
-	{
-		Name: "tiresias.promote-knob", Policies: tiresiasPolicies,
-		Help: "a job that has waited this many times its last running time goes back to the first queue; 0 turns promotion off",
-		set: func(c *Config, v string) error {
-			f, err := parseNumber(v, 0)
-			c.Tiresias.PromoteKnob = f
-			return err
-		},
-		get: func(c Config) string { return formatNumber(c.Tiresias.PromoteKnob) },
-	},
+	floatParam("tiresias.promote-knob", tiresiasPolicies,
+		"a job that has waited this many times its last running time goes back to the first queue; 0 turns promotion off",
+		func(c *Config) *float64 { return &c.Tiresias.PromoteKnob }, number),
 	{
 		Name: "tiresias.compaction-threshold", Policies: []string{NameElasticTiresias},
 		Help: "waiting jobs beyond which Elastic-Tiresias shrinks the jobs of the lower queues to their minimum (a whole number)",
@@ -140,6 +98,36 @@ var params = []Param{
 		},
 		get: func(c Config) string { return strconv.Itoa(c.Tiresias.CompactionThreshold) },
 	},
+}
+
+// A valueKind reads and writes the values of one kind of parameter.
+type valueKind struct {
+	parse  func(string) (float64, error)
+	format func(float64) string
+}
+
+var (
+	// number is a finite number, 0 or more.
+	number = valueKind{func(v string) (float64, error) { return parseNumber(v, 0) }, formatNumber}
+	// seconds is a duration or a number of seconds, 0 or more.
+	seconds = valueKind{func(v string) (float64, error) { return parseSeconds(v, false) }, formatSeconds}
+	// positiveSeconds is seconds above 0.
+	positiveSeconds = valueKind{func(v string) (float64, error) { return parseSeconds(v, true) }, formatSeconds}
+)
+
+// floatParam is a parameter held in the float64 field of Config that
+// field points to.
+func floatParam(name string, policies []string, help string, field func(*Config) *float64, kind valueKind) Param {
+	return Param{Name: name, Policies: policies, Help: help,
+		set: func(c *Config, v string) error {
+			f, err := kind.parse(v)
+			if err == nil {
+				*field(c) = f
+			}
+			return err
+		},
+		get: func(c Config) string { return kind.format(*field(&c)) },
+	}
 }
 
 // Params returns the parameters operators can set, in documentation order.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -47,8 +46,8 @@ type Options struct {
 	// Policy is the scheduling policy of every engine; empty means
 	// DefaultPolicy.
 	Policy string
-	// Algorithm holds policy parameters (Tiresias thresholds and so on); the
-	// zero value means the defaults of the original Voda.
+	// Algorithm holds policy parameters (Tiresias thresholds and so on); a
+	// section left at its zero value means that policy's defaults.
 	Algorithm algorithm.Config
 	// RateLimit is the minimum time between two reschedulings of one GPU
 	// type.
@@ -139,9 +138,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 	if opts.Policy == "" {
 		opts.Policy = DefaultPolicy
 	}
-	if reflect.ValueOf(opts.Algorithm).IsZero() {
-		opts.Algorithm = algorithm.DefaultConfig()
-	}
+	opts.Algorithm = opts.Algorithm.WithDefaults()
 	if _, err := algorithm.New(opts.Policy, opts.Algorithm); err != nil {
 		return nil, err
 	}

@@ -48,7 +48,9 @@ import (
 //     0.2–2% (docs/policies.md).
 //   - The greedy. GPUs go, a hull segment at a time, to the largest weighted
 //     gain per GPU, weight × slope / GPUs per worker; a segment that does
-//     not fit whole is cut to the largest allowed size that does.
+//     not fit whole is cut to the largest allowed size that does. The
+//     segments before the first that does not fit are found at once by a
+//     selection, not one by one from a heap (hesrpt_greedy.go).
 //   - Restart cost, weighed as Optimus, AFS and Sia do in their own terms:
 //     a running job's segments up to its current size count (1+Hysteresis)
 //     times, so it is shrunk only for a clearly better use; a growth is
@@ -112,6 +114,7 @@ type hsJob struct {
 	workers int     // workers running now
 	top     int     // the job's fastest size it may take
 	held    int     // the size a growth to was found not worth it (0: none)
+	last    float64 // the value of the segment granted last (+Inf: none)
 }
 
 // hsState is one allocation: the jobs and their hulls.
@@ -119,10 +122,16 @@ type hsState struct {
 	st    []hsJob
 	hulls []hullVertex
 	node  int
+	spare []hsSeg // sort's buffer
 }
 
 // Allocate implements Policy.
 func (p HeSRPT) Allocate(s Snapshot) (Result, error) {
+	return p.allocate(s, true)
+}
+
+// allocate is Allocate, with the greedy's first phase on or off (see fill).
+func (p HeSRPT) allocate(s Snapshot, leading bool) (Result, error) {
 	if err := s.validateJobs(); err != nil {
 		return Result{}, err
 	}
@@ -157,11 +166,11 @@ func (p HeSRPT) Allocate(s Snapshot) (Result, error) {
 	slices.SortFunc(floors, func(x, y int) int { return cmp.Compare(st[x].j.ID, st[y].j.ID) })
 	var c capacity
 	h := hsHeap{q: make([]hsItem, 0, len(st)), st: st}
+	segs := make([]hsSeg, 0, len(hs.hulls)) // at most one segment a vertex
 	for round := 0; ; round++ {
 		c = newCapacity(&s)
-		h.q = h.q[:0]
 		for i := range st {
-			st[i].n, st[i].next = 0, 1
+			st[i].n, st[i].next, st[i].last = 0, 1, math.Inf(1)
 		}
 		for _, i := range floors {
 			a := &st[i]
@@ -171,19 +180,7 @@ func (p HeSRPT) Allocate(s Snapshot) (Result, error) {
 				a.next = -1 // kept: not in the greedy
 			}
 		}
-		for i := range st {
-			a := &st[i]
-			if a.next > 0 && a.hi-a.lo > 1 {
-				h.push(hsItem{hs.value(a, cfg.Hysteresis), int32(i)})
-			}
-		}
-		for len(h.q) > 0 && c.free > 0 {
-			it := h.pop()
-			a := &st[it.job]
-			if hs.grow(a, &c) {
-				h.push(hsItem{hs.value(a, cfg.Hysteresis), it.job})
-			}
-		}
+		hs.fill(&c, cfg.Hysteresis, &h, &segs, leading)
 		if !hs.breakEven(cfg) || round == 3 {
 			break
 		}
@@ -331,14 +328,17 @@ func (hs *hsState) hull(a *hsJob) {
 	a.lo, a.hi = int32(lo), int32(len(hs.hulls))
 }
 
-// value is the weighted gain per GPU of the job's next hull segment.
+// value is the weighted gain per GPU of the job's next hull segment. It is
+// never above the value of the segment before (which rounding could
+// otherwise do on nearly collinear vertices), so that the greedy's order
+// is one sequence (see fill).
 func (hs *hsState) value(a *hsJob, hysteresis float64) float64 {
 	u, v := hs.hulls[a.lo+a.next-1], hs.hulls[a.lo+a.next]
 	val := a.w * (v.y - u.y) / float64(v.x-u.x)
 	if v.x <= a.workers {
 		val *= 1 + hysteresis
 	}
-	return val
+	return min(val, a.last)
 }
 
 // grow grants the job its next hull segment, or the largest packing part
@@ -410,61 +410,4 @@ func (a *hsJob) reason(c *capacity, finishing float64) Reason {
 		r.Code, r.Free = Outbid, c.free
 	}
 	return r
-}
-
-// hsItem is a job in the greedy's queue with the value of its next segment.
-type hsItem struct {
-	value float64
-	job   int32
-}
-
-// hsHeap is a max-heap of items by value, ties to the smaller job ID, so
-// the result does not depend on the order of the snapshot's jobs.
-type hsHeap struct {
-	q  []hsItem
-	st []hsJob
-}
-
-func (h *hsHeap) before(a, b int) bool {
-	if h.q[a].value != h.q[b].value {
-		return h.q[a].value > h.q[b].value
-	}
-	return h.st[h.q[a].job].j.ID < h.st[h.q[b].job].j.ID
-}
-
-func (h *hsHeap) push(x hsItem) {
-	h.q = append(h.q, x)
-	q := h.q
-	for i := len(q) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h.before(i, p) {
-			break
-		}
-		q[i], q[p] = q[p], q[i]
-		i = p
-	}
-}
-
-func (h *hsHeap) pop() hsItem {
-	q := h.q
-	top := q[0]
-	last := len(q) - 1
-	q[0] = q[last]
-	q = q[:last]
-	h.q = q
-	for i := 0; ; {
-		l, b := 2*i+1, i
-		if l < len(q) && h.before(l, b) {
-			b = l
-		}
-		if l+1 < len(q) && h.before(l+1, b) {
-			b = l + 1
-		}
-		if b == i {
-			break
-		}
-		q[i], q[b] = q[b], q[i]
-		i = b
-	}
-	return top
 }

@@ -1,9 +1,12 @@
 package algorithm_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	. "github.com/vodascheduler/voda/internal/testutil"
 	"github.com/vodascheduler/voda/pkg/algorithm"
@@ -196,6 +199,66 @@ func TestHeSRPTGrantsSizesThatPack(t *testing.T) {
 				continue
 			}
 			t.Fatalf("iteration %d: job %s got %d workers of %d GPUs on nodes of %d: a size that does not pack", iter, j.ID, n, max(j.GPUsPerWorker, 1), node)
+		}
+	}
+}
+
+// The greedy's first phase grants at once the segments a heap would serve
+// one by one before the first that does not fit whole; the allocation and
+// every reason must be the heap's. The snapshots mix small awkward ones,
+// nodes of several GPUs with workers of several GPUs, many jobs tied on
+// curve and remaining time (so values tie and job IDs decide), and the
+// benchmark's large clusters.
+func TestHeSRPTLeadingSegments(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	p := algorithm.HeSRPT{Config: algorithm.DefaultHeSRPT()}
+	tied := func(jobs, nodes, node int) algorithm.Snapshot {
+		var ws []*JobWrapper
+		for i := range jobs {
+			lo := 1 + r.IntN(2)
+			w := MakeJob(fmt.Sprintf("t%04d", jobs-i)).Workers(lo, lo+r.IntN(16)).
+				PerWorker([]int{1, 1, 2, 4}[r.IntN(4)]).
+				Remaining(time.Duration(1+r.IntN(3)) * time.Hour).Amdahl([]float64{0, 0.05, 0.2}[r.IntN(3)])
+			if r.IntN(2) == 0 {
+				w.Running(lo + r.IntN(w.Max-lo+1))
+			}
+			ws = append(ws, w)
+		}
+		sizes := make([]int, nodes)
+		for i := range sizes {
+			sizes[i] = node
+		}
+		return NodeSnapshot(sizes, ws...)
+	}
+	var snaps []algorithm.Snapshot
+	for range 400 {
+		snaps = append(snaps, randomSnapshot(r), randomMultiGPUSnapshot(r))
+	}
+	for range 40 {
+		snaps = append(snaps, tied(10+r.IntN(300), 1+r.IntN(64), []int{1, 4, 8}[r.IntN(3)]))
+	}
+	big := benchSnapshot(1000, 4096)
+	multi := benchSnapshot(1000, 4096)
+	for i := range multi.Jobs {
+		if i%4 == 0 {
+			multi.Jobs[i].GPUsPerWorker = []int{2, 4, 8}[i%3]
+		}
+	}
+	for range 4096 / 8 {
+		multi.NodeGPUs = append(multi.NodeGPUs, 8)
+	}
+	snaps = append(snaps, big, multi)
+	for i, s := range snaps {
+		want, err := algorithm.HeSRPTByHeap(p, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Allocate(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("snapshot %d (%d jobs, %d GPUs): the two phases differ from the heap alone (-heap,+phases):\n%s", i, len(s.Jobs), s.GPUs, d)
 		}
 	}
 }

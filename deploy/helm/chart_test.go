@@ -36,7 +36,7 @@ scheduler:
   rateLimit: 10s
   policyParams: [tiresias.thresholds=16h, tiresias.promote-knob=0]
   perGPUType:
-    nvidia-tesla-v100: {algorithm: ElasticTiresias, rateLimit: 5s}
+    nvidia-tesla-v100: {algorithm: ElasticTiresias, rateLimit: 5s, policyParams: ['tiresias.thresholds=8h,32h']}
     nvidia-gtx-1080ti: {algorithm: AFS-L}
   gpuTypes: [nvidia-tesla-v100, nvidia-gtx-1080ti]
   accelerators: {amd-mi300x: amd.com/gpu, cpu-pool: cpu}
@@ -168,6 +168,23 @@ func TestChartRendersWhatItPromises(t *testing.T) {
 	}
 	if full.Image != "registry.example/voda:test" {
 		t.Errorf("image %s", full.Image)
+	}
+	// The per-type settings reach the ConfigMap as the controller reads
+	// them, parameters included.
+	out, err := helm(t, "template", "voda", chartDir(t), "-n", "voda-system", "--show-only", "templates/configmap.yaml", "-f", valuesFile(t, allOptions))
+	var cm corev1.ConfigMap
+	if err == nil {
+		err = yaml.UnmarshalStrict([]byte(out), &cm)
+	}
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	set, err := kube.ParseSchedulerSettings(cm.Data["nvidia-tesla-v100"])
+	if err == nil {
+		_, _, err = set.Resolve(kube.Defaults{Policy: "Tiresias", RateLimit: 10 * time.Second})
+	}
+	if err != nil || set.Algorithm != "ElasticTiresias" || !slices.Equal(set.PolicyParams, []string{"tiresias.thresholds=8h,32h"}) {
+		t.Errorf("the v100 entry %q reads as %+v, %v", cm.Data["nvidia-tesla-v100"], set, err)
 	}
 	// Bad values fail with a message.
 	for values, want := range map[string]string{

@@ -492,7 +492,7 @@ func printSchedulers(w io.Writer, items []rest.Scheduler, format string) error {
 		waiting := s.Jobs[string(v1alpha1.PhaseWaiting)] + s.Jobs[string(v1alpha1.PhaseSubmitted)]
 		alg := s.Algorithm
 		if len(s.Parameters) > 0 {
-			alg += " (" + strings.Join(s.Parameters, ", ") + ")"
+			alg += " (" + strings.Join(s.Parameters, " ") + ")"
 		}
 		if s.SettingsError != "" {
 			alg += " (bad settings)"
@@ -505,22 +505,48 @@ func printSchedulers(w io.Writer, items []rest.Scheduler, format string) error {
 
 func newSetCmd() *cobra.Command {
 	var cf clientFlags
-	set := groupCmd("set scheduler GPU_TYPE [--algorithm NAME] [--rate-limit DURATION]", "Change a scheduler's settings", "", "scheduler GPU_TYPE", &cf)
+	set := groupCmd("set scheduler GPU_TYPE [--algorithm NAME] [--rate-limit DURATION] [--policy-param NAME=VALUE]...", "Change a scheduler's settings", "", "scheduler GPU_TYPE", &cf)
 	var alg, rate string
+	var params []string
+	var clearParams bool
 	sched := &cobra.Command{
 		Use:   "scheduler GPU_TYPE",
-		Short: "Change the algorithm or rate limit of a GPU type's scheduler (admins)",
-		Long: `Change the algorithm or the rate limit of a GPU type's scheduler. What is left
-out keeps its value. The controller applies the change within moments and
-reschedules with the new algorithm; it lasts across restarts (it is kept in
-the ConfigMap voda-schedulers). Needs membership of an admin group.
+		Short: "Change the algorithm, rate limit or policy parameters of a GPU type's scheduler (admins)",
+		Long: `Change the algorithm, the rate limit or the policy parameters of a GPU type's
+scheduler. What is left out keeps its value. The controller applies the
+change within moments and reschedules with it; it lasts across restarts (it
+is kept in the ConfigMap voda-schedulers). Needs membership of an admin
+group.
+
+--policy-param sets the GPU type's own policy parameters (see 'voda
+policies'): each replaces the controller's value of that parameter (its
+--policy-param or the default) for this type only. Given at all, the list
+replaces the type's previous one; --clear-policy-params removes it, and the
+type runs with the controller's parameters again.
 ` + clientHelp,
 		Example: `  voda set scheduler nvidia-tesla-v100 --algorithm Tiresias
-  voda set scheduler nvidia-tesla-v100 --algorithm ElasticTiresias --rate-limit 10s`,
+  voda set scheduler nvidia-tesla-v100 --algorithm ElasticTiresias --rate-limit 10s
+  voda set scheduler nvidia-tesla-k80 --policy-param tiresias.thresholds=4h --policy-param tiresias.promote-knob=0
+  voda set scheduler nvidia-tesla-k80 --clear-policy-params`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if alg == "" && rate == "" {
-				return usageError{errors.New("nothing to change: pass --algorithm, --rate-limit or both")}
+			changed := cmd.Flags().Changed("policy-param")
+			if alg == "" && rate == "" && !changed && !clearParams {
+				return usageError{errors.New("nothing to change: pass --algorithm, --rate-limit, --policy-param or --clear-policy-params")}
+			}
+			if changed && clearParams {
+				return usageError{errors.New("--policy-param and --clear-policy-params contradict each other: pass one")}
+			}
+			up := rest.SchedulerUpdate{}
+			if changed || clearParams {
+				if _, err := algorithm.ParseParams(algorithm.DefaultConfig(), params); err != nil {
+					return usageError{fmt.Errorf("--policy-param: %w", err)}
+				}
+				list := slices.Clone(params)
+				if list == nil {
+					list = []string{}
+				}
+				up.PolicyParams = &list
 			}
 			if alg != "" {
 				p, err := algorithm.New(alg, algorithm.DefaultConfig())
@@ -538,16 +564,23 @@ the ConfigMap voda-schedulers). Needs membership of an admin group.
 			if err != nil {
 				return err
 			}
-			s, err := c.SetScheduler(cmd.Context(), args[0], rest.SchedulerUpdate{Algorithm: alg, RateLimit: rate})
+			up.Algorithm, up.RateLimit = alg, rate
+			s, err := c.SetScheduler(cmd.Context(), args[0], up)
 			if err != nil {
 				return apiError(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Scheduler %s: algorithm %s, rate limit %s\n", s.GPUType, s.Algorithm, s.RateLimit)
+			params := "default parameters"
+			if len(s.Parameters) > 0 {
+				params = "parameters " + strings.Join(s.Parameters, " ")
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Scheduler %s: algorithm %s, rate limit %s, %s\n", s.GPUType, s.Algorithm, s.RateLimit, params)
 			return nil
 		},
 	}
 	sched.Flags().StringVar(&alg, "algorithm", "", "scheduling policy; see 'voda policies'")
 	sched.Flags().StringVar(&rate, "rate-limit", "", "minimum time between two reschedulings, e.g. 30s")
+	sched.Flags().StringArrayVar(&params, "policy-param", nil, "NAME=VALUE: a policy parameter for this GPU type only (e.g. hesrpt.exponent=0.5); repeat for several; replaces the type's previous list")
+	sched.Flags().BoolVar(&clearParams, "clear-policy-params", false, "remove the GPU type's own policy parameters: it runs with the controller's again")
 	set.AddCommand(sched)
 	return set
 }

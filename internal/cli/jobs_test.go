@@ -120,7 +120,17 @@ func newCannedServer(t *testing.T) *cannedServer {
 			j.Name = "mnist-20261123-120000"
 			reply(w, 201, j)
 		case r.Method == "PUT":
-			reply(w, 200, rest.Scheduler{GPUType: "nvidia-tesla-v100", Algorithm: "Tiresias", RateLimit: "10s"})
+			// The parameters sent come back as the server would list them.
+			var up rest.SchedulerUpdate
+			if err := json.NewDecoder(r.Body).Decode(&up); err != nil {
+				reply(w, 400, rest.Error{Error: err.Error()})
+				return
+			}
+			sc := rest.Scheduler{GPUType: "nvidia-tesla-v100", Algorithm: "Tiresias", RateLimit: "10s"}
+			if up.PolicyParams != nil {
+				sc.Parameters, sc.PolicyParams = *up.PolicyParams, *up.PolicyParams
+			}
+			reply(w, 200, sc)
 		}
 	})
 	mux.HandleFunc("/api/v1/schedulers", func(w http.ResponseWriter, r *http.Request) {
@@ -196,6 +206,7 @@ func TestGoldenOutput(t *testing.T) {
 		{"create", []string{"create", "-f", job}, 0},
 		{"delete-several", []string{"delete", "mnist", "gone", "transformer"}, 1},
 		{"set-scheduler", []string{"set", "scheduler", "nvidia-tesla-v100", "--algorithm", "tiresias", "--rate-limit", "10s"}, 0},
+		{"set-scheduler-params", []string{"set", "scheduler", "nvidia-tesla-v100", "--policy-param", "tiresias.thresholds=4h", "--policy-param", "tiresias.promote-knob=0"}, 0},
 		{"version", []string{"version"}, 0},
 	}
 	for _, c := range cases {
@@ -244,6 +255,9 @@ func TestClientCommandsRefuseBadInput(t *testing.T) {
 		{"set nothing", []string{"set", "scheduler", "v100"}, 2, "nothing to change"},
 		{"set unknown algorithm", []string{"set", "scheduler", "v100", "--algorithm", "Fastest"}, 2, "valid policies are"},
 		{"set bad rate limit", []string{"set", "scheduler", "v100", "--rate-limit", "soon"}, 2, `--rate-limit "soon"`},
+		{"set unknown parameter", []string{"set", "scheduler", "v100", "--policy-param", "hesrpt.speed=2"}, 2, `--policy-param: unknown policy parameter "hesrpt.speed"`},
+		{"set a parameter twice", []string{"set", "scheduler", "v100", "--policy-param", "hesrpt.aging=1h", "--policy-param", "hesrpt.aging=2h"}, 2, "given twice"},
+		{"set and clear parameters", []string{"set", "scheduler", "v100", "--policy-param", "hesrpt.aging=1h", "--clear-policy-params"}, 2, "contradict"},
 		{"bad server URL", []string{"get", "jobs", "--server", "voda:8088"}, 2, `"voda:8088" is not an http:// or https:// URL`},
 		{"wrong token", []string{"get", "jobs", "--token", "nope"}, 1, "the bearer token is not valid (check --token"},
 		{"missing job", []string{"describe", "job", "gone"}, 1, "job gone not found"},

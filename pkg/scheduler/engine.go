@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -157,6 +158,31 @@ func New(cfg Config) (*Engine, error) {
 // Policy returns the current policy's name.
 func (e *Engine) Policy() string { return e.policy.Name() }
 
+// Algorithm returns the policy parameters in force.
+func (e *Engine) Algorithm() algorithm.Config { return e.algo.WithDefaults() }
+
+// setPolicy switches the policy or its parameters; the queues and the
+// allocation are reconsidered when either changes.
+func (e *Engine) setPolicy(ev SetPolicy) error {
+	algo := e.algo
+	if ev.Algorithm != nil {
+		algo = ev.Algorithm.WithDefaults()
+		if err := algo.Tiresias.Validate(); err != nil {
+			return err
+		}
+	}
+	p, err := algorithm.New(ev.Name, algo)
+	if err != nil {
+		return err
+	}
+	if p.Name() == e.policy.Name() && reflect.DeepEqual(algo, e.algo) {
+		return nil
+	}
+	e.policy, e.algo = p, algo
+	e.dirty, e.queueAtKnown = true, false
+	return nil
+}
+
 // RateLimit returns the current rate limit.
 func (e *Engine) RateLimit() time.Duration { return e.rateLimit }
 
@@ -228,14 +254,7 @@ func (e *Engine) Step(ev Event) error {
 	case Progress:
 		return e.progress(ev)
 	case SetPolicy:
-		p, err := algorithm.New(ev.Name, e.algo)
-		if err != nil {
-			return err
-		}
-		if p.Name() != e.policy.Name() {
-			e.policy = p
-			e.dirty = true
-		}
+		return e.setPolicy(ev)
 	case SetRateLimit:
 		if ev.Every < 0 {
 			return fmt.Errorf("rate limit %v is negative", ev.Every)

@@ -62,9 +62,14 @@ type Progress struct {
 	Measured func(n int) bool
 }
 
-// SetPolicy switches the scheduling policy. An unknown name is rejected and
-// the current policy stays.
-type SetPolicy struct{ Name string }
+// SetPolicy switches the scheduling policy, and its parameters when
+// Algorithm is set (a section left at its zero value holds the defaults).
+// An unknown name or invalid parameters are rejected and the current
+// policy stays.
+type SetPolicy struct {
+	Name      string
+	Algorithm *algorithm.Config
+}
 
 // SetRateLimit changes the minimum time between two reschedulings (0 allowed).
 type SetRateLimit struct{ Every time.Duration }

@@ -176,6 +176,16 @@ func (s *scenario) run(cmd string) (string, error) {
 			return "", err
 		}
 		return "policy " + s.engine.Policy(), nil
+	case "set-params":
+		// The current policy with these parameters (none: the defaults).
+		cfg, err := algorithm.ParseParams(algorithm.DefaultConfig(), rest)
+		if err != nil {
+			return "", err
+		}
+		if err := s.engine.Step(scheduler.SetPolicy{Name: s.engine.Policy(), Algorithm: &cfg}); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("policy %s %v", s.engine.Policy(), s.engine.Algorithm().Changed(s.engine.Policy())), nil
 	case "set-ratelimit":
 		v, err := one()
 		if err != nil {

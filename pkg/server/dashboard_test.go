@@ -231,17 +231,32 @@ func testDashboard(t *testing.T, e *apiEnv) {
 	if code, _, _ := page(t, rootC, "POST", e.url+"/ui/schedulers/no-such-type", url.Values{"algorithm": {"SRJF"}, "csrf": {rootCSRF}}); code != 404 {
 		t.Errorf("unknown GPU type: %d", code)
 	}
+	if code, body, _ := page(t, rootC, "POST", e.url+"/ui/schedulers/"+testGPUType, url.Values{"algorithm": {"SRJF"}, "policyParams": {"hesrpt.exponent=0.5 hesrpt.speed=2"}, "csrf": {rootCSRF}}); code != 400 || !strings.Contains(body, "hesrpt.speed") {
+		t.Errorf("unknown parameter: %d", code)
+	}
 	if got := settings(); got != before {
 		t.Fatalf("refused changes changed the settings: %q → %q", before, got)
 	}
-	if code, _, h := page(t, rootC, "POST", e.url+"/ui/schedulers/"+testGPUType, url.Values{"algorithm": {"srjf"}, "rateLimit": {"400ms"}, "csrf": {rootCSRF}}); code != 303 || h.Get("Location") != "../cluster" {
+	if code, _, h := page(t, rootC, "POST", e.url+"/ui/schedulers/"+testGPUType, url.Values{"algorithm": {"srjf"}, "rateLimit": {"400ms"},
+		"policyParams": {" hesrpt.exponent=0.5   hesrpt.aging=12h "}, "csrf": {rootCSRF}}); code != 303 || h.Get("Location") != "../cluster" {
 		t.Errorf("admin's change: %d to %q", code, h.Get("Location"))
 	}
-	if got := settings(); !strings.Contains(got, "srjf") || !strings.Contains(got, "400ms") {
+	if got := settings(); !strings.Contains(got, "srjf") || !strings.Contains(got, "400ms") || !strings.Contains(got, "- hesrpt.exponent=0.5\n- hesrpt.aging=12h") {
 		t.Errorf("settings after the change: %q", got)
 	}
-	if _, body, _ := page(t, rootC, "GET", e.url+"/ui/cluster", nil); !regexp.MustCompile(`data-gpu-type="` + testGPUType + `"[\s\S]*?<span data-algorithm>SRJF</span>`).MatchString(body) {
+	_, body, _ = page(t, rootC, "GET", e.url+"/ui/cluster", nil)
+	if !regexp.MustCompile(`data-gpu-type="` + testGPUType + `"[\s\S]*?<span data-algorithm>SRJF</span>`).MatchString(body) {
 		t.Errorf("the cluster page does not show SRJF")
+	}
+	if !strings.Contains(body, `name="policyParams" value="hesrpt.exponent=0.5 hesrpt.aging=12h"`) {
+		t.Errorf("the settings form does not hold the type's parameters")
+	}
+	// Left out of the form, the parameters stay; an empty field removes them.
+	if code, _, _ := page(t, rootC, "POST", e.url+"/ui/schedulers/"+testGPUType, url.Values{"rateLimit": {"300ms"}, "csrf": {rootCSRF}}); code != 303 || !strings.Contains(settings(), "hesrpt.aging=12h") {
+		t.Errorf("a change without the parameters field: %d, settings %q", code, settings())
+	}
+	if code, _, _ := page(t, rootC, "POST", e.url+"/ui/schedulers/"+testGPUType, url.Values{"policyParams": {""}, "csrf": {rootCSRF}}); code != 303 || strings.Contains(settings(), "policyParams") {
+		t.Errorf("an empty parameters field: %d, settings %q", code, settings())
 	}
 
 	// The event stream: it opens, and says when a job changes.

@@ -694,6 +694,10 @@ func testSchedulers(t *testing.T, e *apiEnv) {
 		{"root", testGPUType, `[1]`, 400, "not a scheduler update"},
 		{"root", "nvidia-h100", `{"algorithm":"FIFO"}`, 404, "no node or job has GPU type"},
 		{"root", "bad%20type", `{"algorithm":"FIFO"}`, 400, "is not a GPU type"},
+		{"root", testGPUType, `{"policyParams":["hesrpt.exponent=-1"]}`, 400, "policy parameter hesrpt.exponent=-1: want 0 or more"},
+		{"root", testGPUType, `{"policyParams":["hesrpt.speed=2"]}`, 400, `unknown policy parameter "hesrpt.speed"`},
+		{"root", testGPUType, `{"algorithm":"tiresias","policyParams":["tiresias.thresholds=10,5"]}`, 400, "tiresias thresholds must increase"},
+		{"root", testGPUType, `{"policyParams":"hesrpt.exponent=1"}`, 400, "not a scheduler update"},
 	} {
 		code, msg := e.call(t, "PUT", "/api/v1/schedulers/"+c.gpuType, c.user, "application/json", c.body)
 		if code != c.code || !strings.Contains(msg, c.want) {
@@ -707,6 +711,10 @@ func testSchedulers(t *testing.T, e *apiEnv) {
 	code, out = e.voda(t, "root", "set", "scheduler", testGPUType, "--algorithm", "Fastest")
 	if code != 2 || !strings.Contains(out, "valid policies are") {
 		t.Errorf("set scheduler with an unknown algorithm: %d %s", code, out)
+	}
+	code, out = e.voda(t, "root", "set", "scheduler", testGPUType, "--policy-param", "hesrpt.speed=2")
+	if code != 2 || !strings.Contains(out, `unknown policy parameter "hesrpt.speed"`) {
+		t.Errorf("set scheduler with an unknown parameter: %d %s", code, out)
 	}
 
 	// A change reaches the controller's engine, and keeps what it leaves out.
@@ -736,6 +744,46 @@ func testSchedulers(t *testing.T, e *apiEnv) {
 		}
 		return false, err
 	})
+
+	// The type's own parameters replace the controller's for it, reach its
+	// engine, and go when cleared.
+	engineParams := func(want ...string) func() (bool, error) {
+		return func() (bool, error) {
+			infos, err := e.ctrl.Schedulers(ctx)
+			for _, in := range infos {
+				if in.GPUType == testGPUType {
+					return in.Policy == "Tiresias" && slices.Equal(in.Params, want), err
+				}
+			}
+			return false, err
+		}
+	}
+	code, out = e.voda(t, "root", "set", "scheduler", testGPUType, "--algorithm", "tiresias",
+		"--policy-param", "tiresias.thresholds=1h,4h", "--policy-param", "tiresias.promote-knob=0")
+	if code != 0 || !strings.Contains(out, "algorithm Tiresias, rate limit 1s, parameters tiresias.thresholds=3600,14400 tiresias.promote-knob=0") {
+		t.Fatalf("set scheduler with parameters: %d %s", code, out)
+	}
+	eventually(t, 30*time.Second, "the engine runs Tiresias with the type's thresholds", engineParams("tiresias.thresholds=3600,14400", "tiresias.promote-knob=0"))
+	scheds, err = alice.Schedulers(ctx)
+	if i := slices.IndexFunc(scheds, func(s rest.Scheduler) bool { return s.GPUType == testGPUType }); err != nil || i < 0 ||
+		!slices.Equal(scheds[i].PolicyParams, []string{"tiresias.thresholds=1h,4h", "tiresias.promote-knob=0"}) {
+		t.Errorf("the type's own parameters as listed: %+v %v", scheds, err)
+	}
+	if code, out := e.voda(t, "alice", "get", "schedulers"); code != 0 || !strings.Contains(out, "Tiresias (tiresias.thresholds=3600,14400 tiresias.promote-knob=0)") {
+		t.Errorf("get schedulers with the type's parameters: %d\n%s", code, out)
+	}
+	// Changing the rate limit alone keeps them.
+	if s, err := root.SetScheduler(ctx, testGPUType, rest.SchedulerUpdate{RateLimit: "2s"}); err != nil || !slices.Equal(s.PolicyParams, []string{"tiresias.thresholds=1h,4h", "tiresias.promote-knob=0"}) {
+		t.Errorf("set rate limit only: %+v %v", s, err)
+	}
+	code, out = e.voda(t, "root", "set", "scheduler", testGPUType, "--clear-policy-params")
+	if code != 0 || !strings.Contains(out, "parameters tiresias.thresholds=7200\n") {
+		t.Fatalf("clear the type's parameters: %d %s", code, out)
+	}
+	eventually(t, 30*time.Second, "the engine runs with the controller's threshold again", engineParams("tiresias.thresholds=7200"))
+	if err := e.k8s.Get(ctx, types.NamespacedName{Namespace: apiNS, Name: kube.ConfigMapName}, &cm); err != nil || strings.Contains(cm.Data[testGPUType], "policyParams") {
+		t.Errorf("the ConfigMap entry after clearing: %q %v", cm.Data[testGPUType], err)
+	}
 }
 
 // testTokenReview authenticates service-account tokens through the API

@@ -1,12 +1,16 @@
 package server_test
 
 import (
+	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vodascheduler/voda/pkg/apis/rest"
 	"github.com/vodascheduler/voda/pkg/server"
 )
 
@@ -28,6 +32,44 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	for op, codes := range doc {
 		if len(codes) == 0 {
 			t.Errorf("%s documents no response", op)
+		}
+	}
+}
+
+// TestOpenAPISchemasMatchTypes keeps the document's schemas in step with
+// the REST types: the same JSON fields, none missing on either side.
+func TestOpenAPISchemasMatchTypes(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(server.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]any{
+		"Error": rest.Error{}, "JobList": rest.JobList{}, "Event": rest.Event{}, "EventList": rest.EventList{},
+		"Scheduler": rest.Scheduler{}, "SchedulerList": rest.SchedulerList{}, "SchedulerUpdate": rest.SchedulerUpdate{},
+		"Version": rest.Version{}, "Deleted": rest.Deleted{},
+	} {
+		var fields []string
+		ty := reflect.TypeOf(v)
+		for i := range ty.NumField() {
+			tag, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
+			if tag != "" && tag != "-" {
+				fields = append(fields, tag)
+			}
+		}
+		slices.Sort(fields)
+		schema, ok := doc.Components.Schemas[name]
+		if !ok {
+			t.Errorf("openapi.json has no schema %s", name)
+			continue
+		}
+		if diff := cmp.Diff(fields, slices.Sorted(maps.Keys(schema.Properties))); diff != "" {
+			t.Errorf("schema %s (-rest type +openapi.json):\n%s", name, diff)
 		}
 	}
 }

@@ -91,21 +91,21 @@ func (s *Server) schedulersOf(cr *clusterRead) map[string]rest.Scheduler {
 		sc, ok := out[t]
 		if !ok {
 			sc = rest.Scheduler{GPUType: t, Jobs: map[string]int{}}
-			set, err := kube.SchedulerSettings{}.Resolve(s.o.DefaultAlgorithm, s.o.DefaultRateLimit)
+			set, algo, err := kube.SchedulerSettings{}.Resolve(s.defaults())
 			if v, ok := data[t]; ok {
 				var user kube.SchedulerSettings
 				if user, err = kube.ParseSchedulerSettings(v); err == nil {
-					var resolved kube.SchedulerSettings
-					if resolved, err = user.Resolve(s.o.DefaultAlgorithm, s.o.DefaultRateLimit); err == nil {
-						set = resolved
+					resolved, ralgo, rerr := user.Resolve(s.defaults())
+					if err = rerr; err == nil {
+						set, algo = resolved, ralgo
 					}
 				}
 			}
 			if err != nil {
 				sc.SettingsError = err.Error()
 			}
-			sc.Algorithm, sc.RateLimit = set.Algorithm, set.RateLimit
-			sc.Parameters = s.o.Algorithm.Changed(set.Algorithm)
+			sc.Algorithm, sc.RateLimit, sc.PolicyParams = set.Algorithm, set.RateLimit, set.PolicyParams
+			sc.Parameters = algo.Changed(set.Algorithm)
 		}
 		return sc
 	}
@@ -172,7 +172,7 @@ func (s *Server) putScheduler(w http.ResponseWriter, r *http.Request, u User) er
 		if errors.As(err, &mbe) {
 			return errorf(http.StatusRequestEntityTooLarge, "the body is larger than %d bytes", mbe.Limit)
 		}
-		return errorf(http.StatusBadRequest, "the body is not a scheduler update {\"algorithm\": NAME, \"rateLimit\": DURATION}: %v", err)
+		return errorf(http.StatusBadRequest, "the body is not a scheduler update {\"algorithm\": NAME, \"rateLimit\": DURATION, \"policyParams\": [NAME=VALUE, ...]}: %v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errorf(http.StatusBadRequest, "the body holds more than one JSON value")
@@ -192,10 +192,10 @@ func (s *Server) updateScheduler(ctx context.Context, u User, t string, up rest.
 	if !s.admin(u) {
 		return rest.Scheduler{}, errorf(http.StatusForbidden, "you (%s) may not change schedulers: that takes membership of %s", u.Name, strings.Join(s.o.AdminGroups, " or "))
 	}
-	if up.Algorithm == "" && up.RateLimit == "" {
-		return rest.Scheduler{}, errorf(http.StatusBadRequest, "nothing to change: set algorithm, rateLimit or both")
+	if up.Algorithm == "" && up.RateLimit == "" && up.PolicyParams == nil {
+		return rest.Scheduler{}, errorf(http.StatusBadRequest, "nothing to change: set algorithm, rateLimit, policyParams or several")
 	}
-	if _, err := kube.SchedulerSettings(up).Resolve(s.o.DefaultAlgorithm, s.o.DefaultRateLimit); err != nil {
+	if _, _, err := settingsOf(up).Resolve(s.defaults()); err != nil {
 		return rest.Scheduler{}, errorf(http.StatusBadRequest, "%v", err)
 	}
 	all, err := s.schedulers(ctx)
@@ -212,6 +212,22 @@ func (s *Server) updateScheduler(ctx context.Context, u User, t string, up rest.
 		return rest.Scheduler{}, err
 	}
 	return all[t], nil
+}
+
+// settingsOf is an update as a ConfigMap entry; parameters left out are
+// none.
+func settingsOf(up rest.SchedulerUpdate) kube.SchedulerSettings {
+	out := kube.SchedulerSettings{Algorithm: up.Algorithm, RateLimit: up.RateLimit}
+	if up.PolicyParams != nil && len(*up.PolicyParams) > 0 {
+		out.PolicyParams = slices.Clone(*up.PolicyParams)
+	}
+	return out
+}
+
+// defaults are the controller's settings, which the ConfigMap's entries
+// override.
+func (s *Server) defaults() kube.Defaults {
+	return kube.Defaults{Policy: s.o.DefaultAlgorithm, RateLimit: s.o.DefaultRateLimit, Algorithm: s.o.Algorithm}
 }
 
 // writeSettings merges an update into the GPU type's ConfigMap entry,
@@ -233,8 +249,11 @@ func (s *Server) writeSettings(ctx context.Context, t string, up rest.SchedulerU
 		if up.RateLimit != "" {
 			cur.RateLimit = up.RateLimit
 		}
-		if _, err := cur.Resolve(s.o.DefaultAlgorithm, s.o.DefaultRateLimit); err != nil {
-			cur = kube.SchedulerSettings(up)
+		if up.PolicyParams != nil {
+			cur.PolicyParams = settingsOf(up).PolicyParams
+		}
+		if _, _, err := cur.Resolve(s.defaults()); err != nil {
+			cur = settingsOf(up)
 		}
 		val, err := yaml.Marshal(cur)
 		if err != nil {

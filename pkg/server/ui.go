@@ -322,7 +322,7 @@ func (s *Server) uiState(ctx context.Context, u User) (ui.State, error) {
 	if err != nil {
 		return ui.State{}, err
 	}
-	st := ui.State{Now: s.o.Now(), Jobs: cr.jobs, Schedulers: s.schedulersOf(cr), Viewer: viewer(s, u), Algorithm: s.o.Algorithm}
+	st := ui.State{Now: s.o.Now(), Jobs: cr.jobs, Schedulers: s.schedulersOf(cr), Viewer: viewer(s, u)}
 	for i := range cr.nodes {
 		n := &cr.nodes[i]
 		if t, gpus := kube.NodeGPUs(n, s.o.Accelerators); t != "" {
@@ -401,6 +401,12 @@ func (s *Server) uiScheduler(w http.ResponseWriter, r *http.Request, sess sessio
 		return errorf(http.StatusBadRequest, "%q is not a GPU type", t)
 	}
 	up := rest.SchedulerUpdate{Algorithm: strings.TrimSpace(r.PostFormValue("algorithm")), RateLimit: strings.TrimSpace(r.PostFormValue("rateLimit"))}
+	if _, ok := r.PostForm["policyParams"]; ok {
+		// NAME=VALUE separated by spaces (a value may hold commas); an
+		// empty field removes the type's own parameters.
+		params := strings.Fields(r.PostFormValue("policyParams"))
+		up.PolicyParams = &params
+	}
 	if _, err := s.updateScheduler(r.Context(), sess.u, t, up); err != nil {
 		return err
 	}

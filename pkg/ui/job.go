@@ -124,7 +124,7 @@ func Job(s State, tj *v1alpha1.TrainingJob, events []JobEvent, spec string) JobV
 		}
 	}
 	if v.Phase == v1alpha1.PhaseWaiting || v.Phase == v1alpha1.PhaseSubmitted {
-		q := Queue(State{Now: s.Now, Jobs: s.Jobs, Schedulers: s.Schedulers, Viewer: Viewer{Admin: true}, Algorithm: s.Algorithm}, QueueFilter{GPUType: typeOf(tj)})
+		q := Queue(State{Now: s.Now, Jobs: s.Jobs, Schedulers: s.Schedulers, Viewer: Viewer{Admin: true}}, QueueFilter{GPUType: typeOf(tj)})
 		for _, e := range q.Entries {
 			if e.Job.Namespace == tj.Namespace && e.Job.Name == tj.Name {
 				v.Queue = e

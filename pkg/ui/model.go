@@ -42,9 +42,6 @@ type State struct {
 	Jobs       []v1alpha1.TrainingJob
 	Schedulers map[string]rest.Scheduler
 	Viewer     Viewer
-	// Algorithm holds the controller's policy parameters; the zero value
-	// means the defaults.
-	Algorithm algorithm.Config
 }
 
 // Cell kinds of the cluster grid.
@@ -203,7 +200,6 @@ type QueueView struct {
 // so positions count jobs the viewer cannot see.
 func Queue(s State, f QueueFilter) QueueView {
 	v := QueueView{Filter: f, Policies: map[string]string{}, Phases: []string{"Waiting", "Starting", "Running"}}
-	cfg := s.Algorithm.WithDefaults()
 	byType := map[string][]*v1alpha1.TrainingJob{}
 	namespaces, users := map[string]bool{}, map[string]bool{}
 	for _, tj := range sortedJobs(s.Jobs) {
@@ -228,6 +224,12 @@ func Queue(s State, f QueueFilter) QueueView {
 	for _, t := range v.GPUTypes {
 		sc := s.Schedulers[t]
 		v.Policies[t] = sc.Algorithm
+		// The parameters that differ from the defaults are all the
+		// policy needs; a list that does not read leaves the defaults.
+		cfg, err := algorithm.ParseParams(algorithm.DefaultConfig(), sc.Parameters)
+		if err != nil {
+			cfg = algorithm.DefaultConfig()
+		}
 		p, err := algorithm.New(sc.Algorithm, cfg)
 		if err != nil {
 			p = algorithm.FIFO{}

@@ -250,6 +250,7 @@ func TestPagesRender(t *testing.T) {
 	s := state(ui.Viewer{Name: "root", Admin: true})
 	v100 := s.Schedulers["v100"]
 	v100.Parameters = []string{"tiresias.thresholds=2h", "tiresias.promote-knob=0"}
+	v100.PolicyParams = []string{"tiresias.thresholds=2h", "hesrpt.aging=1h"}
 	s.Schedulers["v100"] = v100
 	tj := s.Jobs[0]
 	pages := []ui.Page{
@@ -288,6 +289,7 @@ func TestPagesRender(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "2 nodes, 8 GPUs: 0 held by jobs, 0 by other pods, 2 free; 2 jobs waiting.") ||
 		!strings.Contains(b.String(), `FIFO</span> with <code data-parameter>tiresias.thresholds=2h</code>, <code data-parameter>tiresias.promote-knob=0</code>, at most`) ||
+		!strings.Contains(b.String(), `name="policyParams" value="tiresias.thresholds=2h hesrpt.aging=1h"`) ||
 		strings.Count(b.String(), "data-parameter") != 2 {
 		t.Errorf("cluster page's summary:\n%s", b.String())
 	}

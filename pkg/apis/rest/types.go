@@ -45,10 +45,13 @@ type Scheduler struct {
 	// settings if set and valid, else the controller's defaults.
 	Algorithm string `json:"algorithm"`
 	RateLimit string `json:"rateLimit"`
-	// Parameters are the controller's policy parameters (--policy-param)
-	// that Algorithm reads and that differ from the defaults, as
-	// NAME=VALUE.
+	// Parameters are the policy parameters in force that Algorithm reads
+	// and that differ from the defaults, as NAME=VALUE: the controller's
+	// (--policy-param) with PolicyParams on top.
 	Parameters []string `json:"parameters,omitempty"`
+	// PolicyParams are the GPU type's own runtime parameters, as set
+	// (SchedulerUpdate.PolicyParams).
+	PolicyParams []string `json:"policyParams,omitempty"`
 	// SettingsError, if set, says why the runtime settings of this GPU type
 	// are ignored.
 	SettingsError string `json:"settingsError,omitempty"`
@@ -78,6 +81,11 @@ type SchedulerUpdate struct {
 	// RateLimit is a Go duration such as "30s": the minimum time between two
 	// reschedulings.
 	RateLimit string `json:"rateLimit,omitempty"`
+	// PolicyParams, when present, replace the GPU type's own policy
+	// parameters (NAME=VALUE, as `voda policies` lists them); each
+	// overrides the controller's value for this type, and an empty list
+	// removes them all.
+	PolicyParams *[]string `json:"policyParams,omitempty"`
 }
 
 // Version is the body of GET /api/v1/version.

@@ -26,8 +26,10 @@ import (
 //	nvidia-tesla-v100: |
 //	  algorithm: Tiresias
 //	  rateLimit: 10s
+//	  policyParams: [tiresias.thresholds=28800]
 //
-// A type without a key, or a field left out, uses the controller's flags.
+// A type without a key, or a field left out, uses the controller's flags;
+// policyParams are set on top of the controller's --policy-param.
 const ConfigMapName = "voda-schedulers"
 
 // SchedulerSettings are the runtime settings of one GPU type's scheduler.
@@ -36,38 +38,53 @@ type SchedulerSettings struct {
 	Algorithm string `json:"algorithm,omitempty"`
 	// RateLimit is a Go duration ("30s"); empty keeps the default.
 	RateLimit string `json:"rateLimit,omitempty"`
+	// PolicyParams are policy parameters as NAME=VALUE, as `voda
+	// controller --policy-param` takes them; each replaces the
+	// controller's value of that parameter for this GPU type.
+	PolicyParams []string `json:"policyParams,omitempty"`
+}
+
+// Defaults are what a GPU type's scheduler runs with where its entry says
+// nothing: the controller's flags.
+type Defaults struct {
+	Policy    string
+	RateLimit time.Duration
+	// Algorithm holds the controller's policy parameters.
+	Algorithm algorithm.Config
 }
 
 // settings is a validated SchedulerSettings.
 type settings struct {
 	policy    string
 	rateLimit time.Duration
+	algo      algorithm.Config
 }
 
 // parseSettings reads a ConfigMap's data. It reports every bad entry and
 // returns only the good ones.
-func parseSettings(data map[string]string, defaults settings) (map[api.GPUType]settings, error) {
-	out, _, err := parseSettingsBad(data, defaults)
+func parseSettings(data map[string]string, d Defaults) (map[api.GPUType]settings, error) {
+	out, _, err := parseSettingsBad(data, d)
 	return out, err
 }
 
 // parseSettingsBad is parseSettings that also names the bad entries.
-func parseSettingsBad(data map[string]string, defaults settings) (map[api.GPUType]settings, map[api.GPUType]bool, error) {
+func parseSettingsBad(data map[string]string, d Defaults) (map[api.GPUType]settings, map[api.GPUType]bool, error) {
 	out := map[api.GPUType]settings{}
 	bad := map[api.GPUType]bool{}
 	var errs []error
 	for _, t := range slices.Sorted(maps.Keys(data)) {
 		s, err := ParseSchedulerSettings(data[t])
+		var algo algorithm.Config
 		if err == nil {
-			s, err = s.Resolve(defaults.policy, defaults.rateLimit)
+			s, algo, err = s.Resolve(d)
 		}
 		if err != nil {
 			bad[api.GPUType(t)] = true
 			errs = append(errs, fmt.Errorf("%s: %w", t, err))
 			continue
 		}
-		d, _ := time.ParseDuration(s.RateLimit)
-		out[api.GPUType(t)] = settings{policy: s.Algorithm, rateLimit: d}
+		rate, _ := time.ParseDuration(s.RateLimit)
+		out[api.GPUType(t)] = settings{policy: s.Algorithm, rateLimit: rate, algo: algo}
 	}
 	return out, bad, errors.Join(errs...)
 }
@@ -77,36 +94,41 @@ func parseSettingsBad(data map[string]string, defaults settings) (map[api.GPUTyp
 func ParseSchedulerSettings(value string) (SchedulerSettings, error) {
 	var s SchedulerSettings
 	if err := yaml.UnmarshalStrict([]byte(value), &s); err != nil {
-		return SchedulerSettings{}, fmt.Errorf("%w (want YAML with algorithm and rateLimit)", err)
+		return SchedulerSettings{}, fmt.Errorf("%w (want YAML with algorithm, rateLimit and policyParams)", err)
 	}
 	return s, nil
 }
 
 // Resolve checks the settings and fills what they leave out from the
-// defaults: the result has the policy's canonical name and a rate limit
-// spelled as a Go duration.
-func (s SchedulerSettings) Resolve(defaultPolicy string, defaultRateLimit time.Duration) (SchedulerSettings, error) {
-	out := SchedulerSettings{Algorithm: defaultPolicy, RateLimit: defaultRateLimit.String()}
+// defaults: the result has the policy's canonical name, a rate limit
+// spelled as a Go duration and the parameters as given, and the policy
+// parameters in force (the defaults' with the settings' on top).
+func (s SchedulerSettings) Resolve(d Defaults) (SchedulerSettings, algorithm.Config, error) {
+	out := SchedulerSettings{Algorithm: d.Policy, RateLimit: d.RateLimit.String(), PolicyParams: slices.Clone(s.PolicyParams)}
+	algo, err := algorithm.ParseParams(d.Algorithm, s.PolicyParams)
+	if err != nil {
+		return SchedulerSettings{}, algorithm.Config{}, fmt.Errorf("policyParams: %w", err)
+	}
 	if s.Algorithm != "" {
-		p, err := algorithm.New(s.Algorithm, algorithm.DefaultConfig())
+		p, err := algorithm.New(s.Algorithm, algo)
 		if err != nil {
-			return SchedulerSettings{}, err
+			return SchedulerSettings{}, algorithm.Config{}, err
 		}
 		out.Algorithm = p.Name()
 	}
 	if s.RateLimit != "" {
-		d, err := time.ParseDuration(s.RateLimit)
-		if err != nil || d < 0 {
-			return SchedulerSettings{}, fmt.Errorf("rateLimit %q is not a non-negative duration such as 30s", s.RateLimit)
+		rate, err := time.ParseDuration(s.RateLimit)
+		if err != nil || rate < 0 {
+			return SchedulerSettings{}, algorithm.Config{}, fmt.Errorf("rateLimit %q is not a non-negative duration such as 30s", s.RateLimit)
 		}
-		out.RateLimit = d.String()
+		out.RateLimit = rate.String()
 	}
-	return out, nil
+	return out, algo, nil
 }
 
 // defaults are the settings from the flags.
-func (c *Controller) defaults() settings {
-	return settings{policy: c.opts.Policy, rateLimit: c.opts.RateLimit}
+func (c *Controller) defaults() Defaults {
+	return Defaults{Policy: c.opts.Policy, RateLimit: c.opts.RateLimit, Algorithm: c.opts.Algorithm}
 }
 
 // settingsFor returns the settings a GPU type's engine should run with.
@@ -115,7 +137,8 @@ func (c *Controller) settingsFor(t api.GPUType) settings {
 	if s, ok := c.overrides[t]; ok {
 		return s
 	}
-	return c.defaults()
+	d := c.defaults()
+	return settings{policy: d.Policy, rateLimit: d.RateLimit, algo: d.Algorithm}
 }
 
 // readConfig loads the settings ConfigMap, if configured and present. A bad
@@ -175,7 +198,7 @@ func (c *Controller) reconcileConfig(ctx context.Context, _ reconcile.Request) (
 	for t, s := range want {
 		e := c.engineFor(t)
 		err := e.loop.Do(ctx, func(en *scheduler.Engine) error {
-			if err := en.Step(scheduler.SetPolicy{Name: s.policy}); err != nil {
+			if err := en.Step(scheduler.SetPolicy{Name: s.policy, Algorithm: &s.algo}); err != nil {
 				return err
 			}
 			return en.Step(scheduler.SetRateLimit{Every: s.rateLimit})
@@ -184,7 +207,7 @@ func (c *Controller) reconcileConfig(ctx context.Context, _ reconcile.Request) (
 			return reconcile.Result{}, fmt.Errorf("apply settings to %s: %w", t, err)
 		}
 		c.log.Info("scheduler settings", "gpuType", t, "policy", s.policy, "rateLimit", s.rateLimit,
-			"policyParams", c.opts.Algorithm.Changed(s.policy))
+			"policyParams", s.algo.Changed(s.policy))
 	}
 	return reconcile.Result{}, nil
 }

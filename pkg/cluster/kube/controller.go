@@ -314,8 +314,9 @@ func (c *Controller) engineFor(t api.GPUType) *engine {
 	if c.runCtx != nil {
 		e.start(c.runCtx)
 	}
-	c.log.Info("scheduler created", "gpuType", t, "policy", e.eng.Policy(), "rateLimit", e.eng.RateLimit(),
-		"policyParams", c.opts.Algorithm.Changed(e.eng.Policy()))
+	s := c.settingsFor(t)
+	c.log.Info("scheduler created", "gpuType", t, "policy", s.policy, "rateLimit", s.rateLimit,
+		"policyParams", s.algo.Changed(s.policy))
 	return e
 }
 
@@ -343,9 +344,12 @@ type SchedulerInfo struct {
 	GPUType   api.GPUType
 	Policy    string
 	RateLimit time.Duration
-	GPUs      int
-	Nodes     []api.Node
-	Jobs      []scheduler.Job
+	// Params are the policy parameters in force that Policy reads and
+	// that differ from the defaults, as NAME=VALUE.
+	Params []string
+	GPUs   int
+	Nodes  []api.Node
+	Jobs   []scheduler.Job
 }
 
 // Schedulers describes every engine, sorted by GPU type.
@@ -364,7 +368,7 @@ func (c *Controller) Schedulers(ctx context.Context) ([]SchedulerInfo, error) {
 	for i, e := range engines {
 		err := e.loop.Do(ctx, func(en *scheduler.Engine) error {
 			out[i] = SchedulerInfo{GPUType: e.gpuType, Policy: en.Policy(), RateLimit: en.RateLimit(),
-				GPUs: en.GPUs(), Nodes: en.Nodes(), Jobs: en.Jobs()}
+				Params: en.Algorithm().Changed(en.Policy()), GPUs: en.GPUs(), Nodes: en.Nodes(), Jobs: en.Jobs()}
 			return nil
 		})
 		if err != nil {

@@ -57,7 +57,7 @@ type written struct {
 func newEngine(c *Controller, t api.GPUType) *engine {
 	s := c.settingsFor(t)
 	eng, err := scheduler.New(scheduler.Config{
-		GPUType: t, Policy: s.policy, Algorithm: c.opts.Algorithm,
+		GPUType: t, Policy: s.policy, Algorithm: s.algo,
 		RateLimit: s.rateLimit, Clock: scheduler.SystemClock{},
 	})
 	if err != nil {

@@ -463,8 +463,9 @@ func (k *cluster) setLabel(t *testing.T, node, gpu string) {
 	}
 }
 
-// The ConfigMap voda-schedulers changes a GPU type's policy and rate limit
-// at runtime; a bad entry is reported on the ConfigMap and changes nothing.
+// The ConfigMap voda-schedulers changes a GPU type's policy, rate limit and
+// policy parameters at runtime; a bad entry is reported on the ConfigMap
+// and changes nothing.
 func testRuntimeSettings(t *testing.T, k *cluster) {
 	const ns, gpu = "settings", "set-gpu"
 	k.scenario(t, ns, gpu, 1, 2)
@@ -480,10 +481,10 @@ func testRuntimeSettings(t *testing.T, k *cluster) {
 
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kube.ConfigMapName},
-		Data:       map[string]string{gpu: "algorithm: tiresias\nrateLimit: 2s\n"},
+		Data:       map[string]string{gpu: "algorithm: tiresias\nrateLimit: 2s\npolicyParams: [tiresias.thresholds=600]\n"},
 	}
 	k.create(t, cm)
-	want := func(policy string, rate time.Duration) {
+	want := func(policy string, rate time.Duration, params ...string) {
 		t.Helper()
 		err := testenv.PollUntil(context.Background(), 30*time.Second, gpu+" settings", func(ctx context.Context) (bool, error) {
 			infos, err := ctl.Schedulers(ctx)
@@ -491,7 +492,7 @@ func testRuntimeSettings(t *testing.T, k *cluster) {
 				return false, err
 			}
 			for _, s := range infos {
-				if s.GPUType == gpu && s.Policy == policy && s.RateLimit == rate {
+				if s.GPUType == gpu && s.Policy == policy && s.RateLimit == rate && slices.Equal(s.Params, params) {
 					return true, nil
 				}
 			}
@@ -501,28 +502,33 @@ func testRuntimeSettings(t *testing.T, k *cluster) {
 			t.Fatal(err)
 		}
 	}
-	want("Tiresias", 2*time.Second)
+	want("Tiresias", 2*time.Second, "tiresias.thresholds=600")
 
-	cm.Data[gpu] = "algorithm: Optimus\n"
-	if err := k.c.Update(context.Background(), cm); err != nil {
-		t.Fatal(err)
-	}
-	err := testenv.PollUntil(context.Background(), 30*time.Second, "InvalidSettings event", func(ctx context.Context) (bool, error) {
-		var list corev1.EventList
-		if err := k.c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return false, err
+	for _, bad := range []struct{ entry, says string }{
+		{"algorithm: Optimus\n", "Optimus"},
+		{"algorithm: tiresias\npolicyParams: [hesrpt.exponent=-1]\n", "hesrpt.exponent=-1"},
+	} {
+		cm.Data[gpu] = bad.entry
+		if err := k.c.Update(context.Background(), cm); err != nil {
+			t.Fatal(err)
 		}
-		for _, e := range list.Items {
-			if e.InvolvedObject.Kind == "ConfigMap" && e.Reason == "InvalidSettings" && strings.Contains(e.Message, "Optimus") {
-				return true, nil
+		err := testenv.PollUntil(context.Background(), 30*time.Second, "InvalidSettings event", func(ctx context.Context) (bool, error) {
+			var list corev1.EventList
+			if err := k.c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+				return false, err
 			}
+			for _, e := range list.Items {
+				if e.InvolvedObject.Kind == "ConfigMap" && e.Reason == "InvalidSettings" && strings.Contains(e.Message, bad.says) {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		want("Tiresias", 2*time.Second, "tiresias.thresholds=600")
 	}
-	want("Tiresias", 2*time.Second)
 
 	if err := k.c.Delete(context.Background(), cm); err != nil {
 		t.Fatal(err)

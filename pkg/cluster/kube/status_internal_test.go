@@ -2,6 +2,7 @@ package kube
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 	"github.com/vodascheduler/voda/pkg/scheduler"
@@ -223,22 +225,41 @@ func TestNodeInfo(t *testing.T) {
 func resourceQ(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
 
 func TestParseSettings(t *testing.T) {
-	def := settings{policy: "ElasticFIFO", rateLimit: 30 * time.Second}
+	base, err := algorithm.ParseParams(algorithm.DefaultConfig(), []string{"hesrpt.exponent=0.5", "tiresias.promote-knob=4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := Defaults{Policy: "ElasticFIFO", RateLimit: 30 * time.Second, Algorithm: base}
 	got, err := parseSettings(map[string]string{
 		"v100": "algorithm: tiresias\nrateLimit: 10s\n",
 		"k80":  "rateLimit: 0s",
 		"a100": "algorithm: Optimus",
 		"t4":   "rateLimit: -1s",
 		"p100": "algoritm: FIFO",
+		// Its own thresholds; the controller's exponent and promote knob stay.
+		"h100": "algorithm: Tiresias\npolicyParams: [tiresias.thresholds=7200]",
+		"l4":   "policyParams: [hesrpt.exponent=-1]",
+		"l40":  "policyParams: ['tiresias.thresholds=10,5']",
+		// Unquoted, YAML splits the list at the comma.
+		"l40s":  "policyParams: [tiresias.thresholds=10,5]",
+		"mi300": "policyParams: [hesrpt.aging=1h, HeSRPT.Aging=2h]",
 	}, def)
+	h100, _ := algorithm.ParseParams(base, []string{"tiresias.thresholds=7200"})
 	want := map[api.GPUType]settings{
-		"v100": {policy: "Tiresias", rateLimit: 10 * time.Second},
-		"k80":  {policy: "ElasticFIFO", rateLimit: 0},
+		"v100": {policy: "Tiresias", rateLimit: 10 * time.Second, algo: base.WithDefaults()},
+		"k80":  {policy: "ElasticFIFO", rateLimit: 0, algo: base.WithDefaults()},
+		"h100": {policy: "Tiresias", rateLimit: 30 * time.Second, algo: h100},
 	}
 	if d := cmp.Diff(want, got, cmp.AllowUnexported(settings{})); d != "" {
 		t.Errorf("settings (-want +got):\n%s", d)
 	}
-	for _, bad := range []string{"a100: unknown policy", "t4: rateLimit \"-1s\"", "p100: error unmarshaling JSON"} {
+	if p := got["h100"].algo.Changed(""); !slices.Equal(p, []string{"hesrpt.exponent=0.5", "tiresias.thresholds=7200", "tiresias.promote-knob=4"}) {
+		t.Errorf("h100 runs with %v, want its own thresholds over the controller's parameters", p)
+	}
+	for _, bad := range []string{"a100: unknown policy", "t4: rateLimit \"-1s\"", "p100: error unmarshaling JSON",
+		"l4: policyParams: policy parameter hesrpt.exponent=-1", "l40: policyParams: tiresias thresholds must increase",
+		`l40s: policyParams: policy parameter "5": want NAME=VALUE`,
+		"mi300: policyParams: policy parameter hesrpt.aging is given twice"} {
 		if err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("error %v does not report %q", err, bad)
 		}

@@ -41,6 +41,8 @@ scheduler:
   gpuTypes: [nvidia-tesla-v100, nvidia-gtx-1080ti]
   accelerators: {amd-mi300x: amd.com/gpu, cpu-pool: cpu}
   statusSync: 10s
+  typeChoicePeriod: 1m
+  typeChoiceDwell: 20m
   gangTimeout: 2m
   gangScheduler: volcano
   gangSchedulerName: volcano-gpu
@@ -161,7 +163,8 @@ func TestChartRendersWhatItPromises(t *testing.T) {
 		"--api-admin-groups=ml-admins", "--api-tls-cert-file=/etc/voda/tls/tls.crt", "--metrics-addr=:9090", "--api-max-body-bytes=262144", "--ui=false", "--metrics-dir=/metrics", "--gang-timeout=2m", "--verbose",
 		"--gang-scheduler=volcano", "--gang-scheduler-name=volcano-gpu", "--gang-queue=research",
 		"--accelerator=amd-mi300x=amd.com/gpu", "--accelerator=cpu-pool=cpu",
-		"--policy-param=tiresias.thresholds=16h", "--policy-param=tiresias.promote-knob=0"} {
+		"--policy-param=tiresias.thresholds=16h", "--policy-param=tiresias.promote-knob=0",
+		"--type-choice-period=1m", "--type-choice-dwell=20m"} {
 		if !contains(full.Args, want) {
 			t.Errorf("every option: %s missing from %v", want, full.Args)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/vodascheduler/voda/pkg/cluster/kube"
 	"github.com/vodascheduler/voda/pkg/metrics"
 	"github.com/vodascheduler/voda/pkg/scheduler"
+	"github.com/vodascheduler/voda/pkg/typechoice"
 )
 
 func newControllerCmd() *cobra.Command {
@@ -84,6 +85,9 @@ are refused by name.`,
 			if o.RateLimit < 0 {
 				return usageError{errors.New("--rate-limit must not be negative")}
 			}
+			if o.TypeChoiceEvery <= 0 || o.TypeChoiceDwell <= 0 {
+				return usageError{errors.New("--type-choice-period and --type-choice-dwell must be positive durations such as 30s and 10m")}
+			}
 			if _, err := o.Gang.Resolve(); err != nil {
 				return usageError{fmt.Errorf("--gang-scheduler: %w", err)}
 			}
@@ -146,7 +150,9 @@ are refused by name.`,
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long standby replicas wait before taking over a lease that is not renewed")
 	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leadership")
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the lease")
-	f.StringVar(&o.ConfigNamespace, "config-namespace", "", "namespace of the ConfigMap "+kube.ConfigMapName+" that changes a GPU type's algorithm and rate limit at runtime (default the pod's, else --namespace, else default)")
+	f.StringVar(&o.ConfigNamespace, "config-namespace", "", "namespace of the ConfigMap "+kube.ConfigMapName+" that changes a GPU type's algorithm, rate limit and policy parameters at runtime (default the pod's, else --namespace, else default)")
+	f.DurationVar(&o.TypeChoiceEvery, "type-choice-period", kube.DefaultTypeChoiceEvery, "how often the waiting jobs that accept several GPU types (spec.gpuTypes) are looked at again, and moved to another type when that finishes them sooner")
+	f.DurationVar(&o.TypeChoiceDwell, "type-choice-dwell", typechoice.DefaultConfig().MinDwell, "least time between two moves of one waiting job between GPU types")
 	f.DurationVar(&o.SyncPeriod, "status-sync", kube.DefaultSyncPeriod, "how often every job's time counters are written to its status")
 	f.Float32Var(&qps, "kube-api-qps", 50, "requests per second to the API server, sustained")
 	f.IntVar(&burst, "kube-api-burst", 100, "requests to the API server in a burst")

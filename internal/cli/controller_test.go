@@ -14,6 +14,8 @@ func TestControllerRejectsBadFlags(t *testing.T) {
 	}{
 		{[]string{"controller", "--algorithm", "Optimus"}, "--algorithm"},
 		{[]string{"controller", "--rate-limit", "-1s"}, "--rate-limit must not be negative"},
+		{[]string{"controller", "--type-choice-period", "0s"}, "--type-choice-period and --type-choice-dwell must be positive"},
+		{[]string{"controller", "--type-choice-dwell", "-1m"}, "--type-choice-period and --type-choice-dwell must be positive"},
 		{[]string{"controller", "--rate-limit", "soon"}, "invalid argument"},
 		{[]string{"controller", "extra"}, "unknown command"},
 		{[]string{"controller", "--gang-scheduler", "kueue"}, `unknown gang scheduler "kueue"; want one of none, scheduler-plugins, volcano`},

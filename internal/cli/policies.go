@@ -48,7 +48,8 @@ each rule in full.
 
 The parameters listed below the policies are set with --policy-param
 NAME=VALUE on 'voda controller' (for every GPU type it schedules; the Helm
-chart's scheduler.policyParams) and on 'voda simulate'.`,
+chart's scheduler.policyParams), on 'voda set scheduler TYPE' (for one GPU
+type, at runtime, over the controller's) and on 'voda simulate'.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)

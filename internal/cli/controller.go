@@ -140,7 +140,7 @@ are refused by name.`,
 	f.StringVar(&gpuTypes, "gpu-types", "", "comma-separated GPU types this replica schedules (default all)")
 	f.StringSliceVar(&accelerators, "accelerator", nil, "GPU_TYPE=RESOURCE: the node resource a GPU type schedules instead of nvidia.com/gpu (amd.com/gpu, nvidia.com/mig-1g.10gb, cpu for whole cores); repeat or comma-separate for several types")
 	f.StringVar(&o.Policy, "algorithm", kube.DefaultPolicy, "scheduling policy of every GPU type; see 'voda policies'")
-	f.StringArrayVar(&policyParams, "policy-param", nil, "NAME=VALUE: a parameter of the policies, for every GPU type of this replica (e.g. hesrpt.exponent=0.2, tiresias.thresholds=16h); repeat for several; 'voda policies' lists them with their defaults")
+	f.StringArrayVar(&policyParams, "policy-param", nil, "NAME=VALUE: a parameter of the policies, for every GPU type of this replica unless the type's own replaces it (voda set scheduler --policy-param) (e.g. hesrpt.exponent=0.2, tiresias.thresholds=16h); repeat for several; 'voda policies' lists them with their defaults")
 	f.DurationVar(&o.RateLimit, "rate-limit", scheduler.DefaultRateLimit, "minimum time between two reschedulings of a GPU type; events in between are coalesced")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", `address of the Prometheus metrics endpoint; "0" disables it`)
 	f.StringVar(&o.HealthAddr, "health-addr", ":8081", `address of /healthz and /readyz; "0" disables them`)

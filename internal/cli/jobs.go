@@ -542,10 +542,7 @@ type runs with the controller's parameters again.
 				if _, err := algorithm.ParseParams(algorithm.DefaultConfig(), params); err != nil {
 					return usageError{fmt.Errorf("--policy-param: %w", err)}
 				}
-				list := slices.Clone(params)
-				if list == nil {
-					list = []string{}
-				}
+				list := append([]string{}, params...) // [] when clearing
 				up.PolicyParams = &list
 			}
 			if alg != "" {

@@ -91,18 +91,13 @@ func (s *Server) schedulersOf(cr *clusterRead) map[string]rest.Scheduler {
 		sc, ok := out[t]
 		if !ok {
 			sc = rest.Scheduler{GPUType: t, Jobs: map[string]int{}}
-			set, algo, err := kube.SchedulerSettings{}.Resolve(s.defaults())
+			set, algo, _ := kube.SchedulerSettings{}.Resolve(s.defaults())
 			if v, ok := data[t]; ok {
-				var user kube.SchedulerSettings
-				if user, err = kube.ParseSchedulerSettings(v); err == nil {
-					resolved, ralgo, rerr := user.Resolve(s.defaults())
-					if err = rerr; err == nil {
-						set, algo = resolved, ralgo
-					}
+				if user, ualgo, err := kube.ResolveEntry(v, s.defaults()); err != nil {
+					sc.SettingsError = err.Error()
+				} else {
+					set, algo = user, ualgo
 				}
-			}
-			if err != nil {
-				sc.SettingsError = err.Error()
 			}
 			sc.Algorithm, sc.RateLimit, sc.PolicyParams = set.Algorithm, set.RateLimit, set.PolicyParams
 			sc.Parameters = algo.Changed(set.Algorithm)

@@ -73,11 +73,7 @@ func parseSettingsBad(data map[string]string, d Defaults) (map[api.GPUType]setti
 	bad := map[api.GPUType]bool{}
 	var errs []error
 	for _, t := range slices.Sorted(maps.Keys(data)) {
-		s, err := ParseSchedulerSettings(data[t])
-		var algo algorithm.Config
-		if err == nil {
-			s, algo, err = s.Resolve(d)
-		}
+		s, algo, err := ResolveEntry(data[t], d)
 		if err != nil {
 			bad[api.GPUType(t)] = true
 			errs = append(errs, fmt.Errorf("%s: %w", t, err))
@@ -97,6 +93,16 @@ func ParseSchedulerSettings(value string) (SchedulerSettings, error) {
 		return SchedulerSettings{}, fmt.Errorf("%w (want YAML with algorithm, rateLimit and policyParams)", err)
 	}
 	return s, nil
+}
+
+// ResolveEntry reads one GPU type's entry of the ConfigMap and resolves it
+// against the defaults (see Resolve).
+func ResolveEntry(value string, d Defaults) (SchedulerSettings, algorithm.Config, error) {
+	s, err := ParseSchedulerSettings(value)
+	if err != nil {
+		return SchedulerSettings{}, algorithm.Config{}, err
+	}
+	return s.Resolve(d)
 }
 
 // Resolve checks the settings and fills what they leave out from the

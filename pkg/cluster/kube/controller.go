@@ -128,8 +128,10 @@ type Controller struct {
 	jobTypes  map[api.JobID]api.GPUType
 	// moving holds the jobs being moved to another GPU type, and where.
 	moving map[api.JobID]api.GPUType
-	// refused holds the jobs refused (InvalidSpec), by UID.
-	refused map[types.UID]bool
+	// refused holds the UID of each job refused (InvalidSpec) until the
+	// job is deleted; a job created again under the same name has another
+	// UID and is checked anew.
+	refused map[api.JobID]types.UID
 }
 
 // New returns a controller that reads and writes through c, waits for
@@ -169,7 +171,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		nodes:       map[string]nodeInfo{},
 		jobTypes:    map[api.JobID]api.GPUType{},
 		moving:      map[api.JobID]api.GPUType{},
-		refused:     map[types.UID]bool{},
+		refused:     map[api.JobID]types.UID{},
 		reader:      c,
 		est:         estimator.New(),
 		learned:     map[api.JobID]int32{},

@@ -406,7 +406,7 @@ func testPyTorchWithoutOperator(t *testing.T, k *cluster) {
 func testWorkerGPUsMismatch(t *testing.T, k *cluster) {
 	const ns, gpu = "mismatch", "mismatch-gpu"
 	k.scenario(t, ns, gpu, 1, 4)
-	k.startController(t, controllerOpts(t, gpu))
+	c, _ := k.startController(t, controllerOpts(t, gpu))
 	tj := newPyTorchJob(ns, "bad", gpu, 1, 1, 2)
 	tj.Spec.Template.PyTorchJob.Worker.Spec.Containers[0].Resources.Limits = corev1.ResourceList{v1alpha1.GPUResource: resource.MustParse("4")}
 	derived := newJob(ns, "two", gpu, 1, 1)
@@ -429,6 +429,32 @@ func testWorkerGPUsMismatch(t *testing.T, k *cluster) {
 	two := k.waitSettled(t, ns, "two", 1)
 	if two.Status.GPUs != 2 || two.Status.GPUsPerWorker != 2 {
 		t.Errorf("two holds %d GPUs, %d per worker; want 2 and 2", two.Status.GPUs, two.Status.GPUsPerWorker)
+	}
+	// Deleted, the refused jobs are forgotten; "pinned" created again
+	// under its name is a new job and is refused again, once.
+	ctx := context.Background()
+	for _, name := range []string{"bad", "pinned"} {
+		if err := k.c.Delete(ctx, &v1alpha1.TrainingJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := testenv.PollUntil(ctx, 30*time.Second, "refused jobs forgotten", func(context.Context) (bool, error) {
+		if n := c.Refused(); n != 0 {
+			return false, fmt.Errorf("the controller remembers %d refused jobs", n)
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := newJob(ns, "pinned", gpu, 1, 1)
+	again.Spec.Template.MPIJob.Worker.Spec.NodeName = "mismatch-gpu-0"
+	k.create(t, again)
+	if j := k.waitPhase(t, ns, "pinned", v1alpha1.PhaseFailed); j.UID == pinned.UID {
+		t.Error("pinned was not created again")
+	}
+	if n := c.Refused(); n != 1 {
+		t.Errorf("the controller remembers %d refused jobs, want 1", n)
 	}
 }
 

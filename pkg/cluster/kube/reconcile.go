@@ -342,8 +342,9 @@ func (c *Controller) refuse(ctx context.Context, tj *v1alpha1.TrainingJob, reaso
 	// Once per job: a reconcile that reads the job from a cache not yet
 	// showing the Failed status (or the restore at start, then the
 	// reconciler) must not refuse it twice.
+	id := jobID(client.ObjectKeyFromObject(tj))
 	c.mu.Lock()
-	done := c.refused[tj.UID]
+	done := c.refused[id] == tj.UID
 	c.mu.Unlock()
 	if done {
 		return nil
@@ -359,7 +360,7 @@ func (c *Controller) refuse(ctx context.Context, tj *v1alpha1.TrainingJob, reaso
 		return client.IgnoreNotFound(err)
 	}
 	c.mu.Lock()
-	c.refused[tj.UID] = true
+	c.refused[id] = tj.UID
 	c.mu.Unlock()
 	c.recorder.Event(tj, corev1.EventTypeWarning, "InvalidSpec", s.Message)
 	return nil
@@ -370,6 +371,7 @@ func (c *Controller) forget(ctx context.Context, id api.JobID) error {
 	c.mu.Lock()
 	gt, ok := c.jobTypes[id]
 	delete(c.jobTypes, id)
+	delete(c.refused, id)
 	c.mu.Unlock()
 	if !ok {
 		return nil

@@ -42,7 +42,8 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Voda schedules elastic deep-learning training jobs on GPU clusters",
 		Long: `Voda decides how many GPUs every elastic training job gets and where they
 sit, and acts on it: starting, growing, shrinking, preempting and migrating
-jobs. It runs one scheduler per GPU type with a choice of eight policies.`,
+jobs. It runs one scheduler per GPU type with a choice of nine policies
+(voda policies lists them).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,

@@ -252,7 +252,8 @@ type MPIJobTemplate struct {
 // TrainingJobStatus is everything Voda decided and counted for the job.
 // A restarted controller rebuilds its scheduler from it.
 type TrainingJobStatus struct {
-	// Phase is Submitted, Waiting, Running, Completed, Failed or Canceled.
+	// Phase is Submitted, Waiting, Starting, Running, Completed or Failed.
+	// Canceled is reserved: Voda never sets it (deleting a job cancels it).
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
 	// GPUType is the type the job is on: spec.gpuType, or the one Voda

@@ -118,8 +118,23 @@ type simulation struct {
 	catalog   simulator.Catalog
 }
 
+// check reports, before anything runs, a run that could not start: a job
+// the cluster cannot hold, say (the same for every policy, so one
+// configuration is checked).
+func (s *simulation) check() error {
+	for _, w := range s.workloads {
+		if err := simulator.Check(s.cfgs[0], w, s.catalog); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	s, err := prepareSimulation(cmd, f)
+	if err == nil {
+		err = s.check()
+	}
 	if err != nil {
 		return usageError{err}
 	}
@@ -172,9 +187,12 @@ func prepareSimulation(cmd *cobra.Command, f *simulateFlags) (*simulation, error
 	if f.perWorker < 1 {
 		return nil, fmt.Errorf("--gpus-per-worker %d: want 1 to the GPUs per node", f.perWorker)
 	}
-	if f.html != "" {
-		if err := checkOutputFile(f.html); err != nil {
-			return nil, fmt.Errorf("--html: %w", err)
+	for flag, path := range map[string]string{"--html": f.html, "--per-job": f.perJob} {
+		if path == "" {
+			continue
+		}
+		if err := checkOutputFile(path); err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
 		}
 	}
 	tiresias := algorithm.DefaultTiresias()
@@ -198,6 +216,10 @@ func prepareSimulation(cmd *cobra.Command, f *simulateFlags) (*simulation, error
 		return nil, fmt.Errorf("--baseline %q: the only preset is pollux-artifact", f.baseline)
 	}
 	params, err := algorithm.ParseParams(algorithm.Config{Tiresias: tiresias, HeSRPT: algorithm.DefaultHeSRPT()}, f.policyParams)
+	if err != nil && f.baseline != "" {
+		preset := algorithm.Config{Tiresias: tiresias}.Changed(algorithm.NameTiresias)
+		return nil, fmt.Errorf("--policy-param: %w (--baseline %s sets %s)", err, f.baseline, strings.Join(preset, " "))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--policy-param: %w", err)
 	}

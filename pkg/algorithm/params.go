@@ -70,7 +70,7 @@ var params = []Param{
 	},
 	{
 		Name: "tiresias.service", Policies: tiresiasPolicies,
-		Help: "what counts as attained service: " + string(ServiceSinceStart) + " (GPU-seconds since the last start or promotion), " + string(ServiceTotal) + " (all GPU-seconds), " + string(ServiceExecutedTimesRequested) + " (running seconds times requested GPUs, the Pollux artifact's; needs promote-knob 0)",
+		Help: "what counts as attained service: " + string(ServiceSinceStart) + " (GPU-seconds since the last start or promotion), " + string(ServiceTotal) + " (all GPU-seconds), " + string(ServiceExecutedTimesRequested) + " (running seconds times requested GPUs, the Pollux artifact's); the last two need promote-knob 0",
 		set: func(c *Config, v string) error {
 			s := ServiceMeasure(strings.ToLower(v))
 			switch s {

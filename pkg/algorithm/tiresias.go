@@ -85,7 +85,8 @@ func (c TiresiasConfig) Validate() error {
 	if c.PromoteKnob > 0 && c.Service != ServiceSinceStart {
 		// Promotion restarts the since-start counter; with a cumulative
 		// measure a promoted job would be demoted again at once.
-		errs = append(errs, fmt.Errorf("tiresias promotion needs the %s service measure, got %q", ServiceSinceStart, c.Service))
+		errs = append(errs, fmt.Errorf("tiresias promotion (promote knob %v) needs the %s service measure, but it is %q: set tiresias.promote-knob=0 or tiresias.service=%s",
+			c.PromoteKnob, ServiceSinceStart, c.Service, ServiceSinceStart))
 	}
 	if c.CompactionThreshold < 0 {
 		errs = append(errs, fmt.Errorf("compaction threshold is %d, must not be negative", c.CompactionThreshold))

@@ -217,6 +217,17 @@ type run struct {
 	estErr  map[int][]float64
 }
 
+// Check reports, without running it, what would stop a run of w under
+// cfg from starting: bad settings, unknown models, jobs the cluster cannot
+// hold.
+func Check(cfg Config, w Workload, cat Catalog) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	_, err := newRun(cfg, w, cat)
+	return err
+}
+
 func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
 	r := &run{cfg: cfg, w: w, clock: &virtualClock{t: epoch}, cluster: sim.New(cfg.RestartDelay),
 		info: map[api.JobID]*jobInfo{}, live: map[api.JobID]*jobInfo{}, finish: map[api.JobID]float64{}}
@@ -297,13 +308,18 @@ func (r *run) prepare(j Job, cat Catalog, total int) (*jobInfo, error) {
 		}
 	}
 	req := (j.GPUs + k - 1) / k
-	if req*k > total {
-		if k > 1 {
-			return nil, fmt.Errorf("requests %d GPUs (%d workers of %d), the cluster has %d", j.GPUs, req, k, total)
-		}
+	// A worker sits whole on one node: the cluster holds this many.
+	room := r.cfg.Nodes * (r.cfg.GPUsPerNode / k)
+	switch {
+	case req*k > total && k == 1:
 		return nil, fmt.Errorf("requests %d GPUs, the cluster has %d", j.GPUs, total)
+	case req > room && k*room == total:
+		return nil, fmt.Errorf("requests %d GPUs (%d workers of %d), the cluster has %d", j.GPUs, req, k, total)
+	case req > room:
+		return nil, fmt.Errorf("requests %d GPUs (%d workers of %d), but %d-GPU nodes hold %d such workers, %d in all: choose GPUs per worker that divide the GPUs per node",
+			j.GPUs, req, k, r.cfg.GPUsPerNode, r.cfg.GPUsPerNode/k, room)
 	}
-	hi := max(min(m.MaxWorkers(j.Batch), total)/k, 1, req)
+	hi := max(min(min(m.MaxWorkers(j.Batch), total)/k, room), 1, req)
 	ji.spec = api.JobSpec{MinWorkers: 1, MaxWorkers: hi, RequestedWorkers: req}
 	if k > 1 {
 		ji.spec.GPUsPerWorker = k
@@ -539,8 +555,8 @@ func (r *run) stuck() error {
 	total := r.cfg.Nodes * r.cfg.GPUsPerNode
 	for _, j := range r.engine.Jobs() {
 		if j.Phase == api.PhaseWaiting {
-			return fmt.Errorf("%d jobs never finish: %s waits for %d GPUs on a cluster of %d (%s)",
-				len(r.w.Jobs)-r.done, j.ID, j.Spec.MinWorkers, total, j.Message)
+			return fmt.Errorf("%d jobs never finish: %s waits on a cluster of %d GPUs (%s)",
+				len(r.w.Jobs)-r.done, j.ID, total, j.Message)
 		}
 	}
 	return fmt.Errorf("%d jobs never finish", len(r.w.Jobs)-r.done)

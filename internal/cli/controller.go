@@ -85,8 +85,20 @@ are refused by name.`,
 			if o.RateLimit < 0 {
 				return usageError{errors.New("--rate-limit must not be negative")}
 			}
-			if o.TypeChoiceEvery <= 0 || o.TypeChoiceDwell <= 0 {
-				return usageError{errors.New("--type-choice-period and --type-choice-dwell must be positive durations such as 30s and 10m")}
+			// Zero would not turn these off; each must be a period.
+			for _, d := range []struct {
+				flag     string
+				v, deflt time.Duration
+			}{
+				{"--type-choice-period", o.TypeChoiceEvery, kube.DefaultTypeChoiceEvery},
+				{"--type-choice-dwell", o.TypeChoiceDwell, typechoice.DefaultConfig().MinDwell},
+				{"--status-sync", o.SyncPeriod, kube.DefaultSyncPeriod},
+				{"--metrics-scan", o.MetricsScan, kube.DefaultMetricsScan},
+				{"--gang-timeout", o.GangTimeout, kube.DefaultGangTimeout},
+			} {
+				if d.v <= 0 {
+					return usageError{fmt.Errorf("%s %v: must be a positive duration (the default is %v)", d.flag, d.v, d.deflt)}
+				}
 			}
 			if _, err := o.Gang.Resolve(); err != nil {
 				return usageError{fmt.Errorf("--gang-scheduler: %w", err)}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -185,10 +186,28 @@ func restConfig(path string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = path
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil && path == "" {
+		if missing := missingFiles(os.Getenv(clientcmd.RecommendedConfigPathEnvVar)); missing != "" {
+			return nil, fmt.Errorf("kubernetes client configuration: $%s names %s, which does not exist (fix it, or pass --kubeconfig)",
+				clientcmd.RecommendedConfigPathEnvVar, missing)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client configuration: %w (pass --kubeconfig or run in a cluster)", err)
 	}
 	return cfg, nil
+}
+
+// missingFiles returns the files of a path list (as $KUBECONFIG holds)
+// when none of them exists, else "".
+func missingFiles(list string) string {
+	files := filepath.SplitList(list)
+	for _, f := range files {
+		if _, err := os.Stat(f); err == nil {
+			return ""
+		}
+	}
+	return strings.Join(files, ", ")
 }
 
 // podNamespace is the namespace the controller runs in, when it can tell.

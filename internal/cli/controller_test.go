@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -44,10 +45,23 @@ func TestControllerRejectsBadFlags(t *testing.T) {
 // Without a cluster the controller fails with a message saying how to
 // point it at one.
 func TestControllerNeedsACluster(t *testing.T) {
-	t.Setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir()) // no ~/.kube/config
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	code, _, stderr := run("controller", "--leader-elect=false")
 	if code != 1 || !strings.Contains(stderr, "pass --kubeconfig or run in a cluster") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A $KUBECONFIG naming no file that exists is named in the error, not
+// reported as a configuration that was never given.
+func TestControllerMissingKubeconfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope")
+	t.Setenv("KUBECONFIG", path)
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	code, _, stderr := run("controller")
+	if want := "$KUBECONFIG names " + path + ", which does not exist"; code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr, want)
 	}
 }

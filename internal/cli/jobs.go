@@ -168,7 +168,7 @@ type and the times are how long the job waited for GPUs and ran.
   voda get jobs --watch`,
 		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, names []string) error {
-			if err := checkOutput(output, "wide", "json", "yaml"); err != nil {
+			if err := checkOutput(&output, "wide", "json", "yaml"); err != nil {
 				return err
 			}
 			if watch && (output == "json" || output == "yaml") {
@@ -210,7 +210,7 @@ type and the times are how long the job waited for GPUs and ran.
 		ValidArgsFunction: cf.completeJobs,
 	}
 	fl := jobs.Flags()
-	fl.StringVarP(&output, "output", "o", "", "output format: wide, json or yaml")
+	fl.StringVarP(&output, "output", "o", "", "output format: table, wide (the table with more columns), json or yaml (default table)")
 	fl.StringVar(&status, "status", "", "only jobs in this phase (Submitted, Waiting, Starting, Running, Completed, Failed, Canceled)")
 	fl.StringVar(&gpuType, "gpu-type", "", "only jobs of this GPU type")
 	fl.StringVar(&user, "user", "", "only jobs of this submitter (admins)")
@@ -227,7 +227,7 @@ and GPUs, the GPUs allocated and its jobs per phase.
 ` + clientHelp,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(schedOutput, "json", "yaml"); err != nil {
+			if err := checkOutput(&schedOutput, "json", "yaml"); err != nil {
 				return err
 			}
 			c, err := cf.client()
@@ -241,7 +241,7 @@ and GPUs, the GPUs allocated and its jobs per phase.
 			return printSchedulers(cmd.OutOrStdout(), items, schedOutput)
 		},
 	}
-	scheds.Flags().StringVarP(&schedOutput, "output", "o", "", "output format: json or yaml")
+	scheds.Flags().StringVarP(&schedOutput, "output", "o", "", "output format: table, json or yaml (default table)")
 	get.AddCommand(jobs, scheds)
 	return get
 }
@@ -261,12 +261,16 @@ func groupCmd(use, short, long, what string, cf *clientFlags) *cobra.Command {
 	return cmd
 }
 
-// checkOutput rejects an -o value that is not among the allowed ones.
-func checkOutput(o string, allowed ...string) error {
-	if o == "" || slices.Contains(allowed, o) {
+// checkOutput rejects an -o value that is neither the default table nor
+// among the allowed ones; "table" becomes "", the default.
+func checkOutput(o *string, allowed ...string) error {
+	if *o == "table" {
+		*o = ""
+	}
+	if *o == "" || slices.Contains(allowed, *o) {
 		return nil
 	}
-	return usageError{fmt.Errorf("-o %s: want %s", o, strings.Join(allowed, ", "))}
+	return usageError{fmt.Errorf("-o %s: want table (the default), %s", *o, strings.Join(allowed, ", "))}
 }
 
 // printStructured writes v as JSON or YAML.

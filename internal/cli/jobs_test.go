@@ -222,6 +222,18 @@ func TestGoldenOutput(t *testing.T) {
 	}
 }
 
+// -o table names the default format.
+func TestOutputTableIsTheDefault(t *testing.T) {
+	for _, args := range [][]string{{"get", "jobs"}, {"get", "schedulers"}} {
+		cs := newCannedServer(t)
+		code, def, _ := runAgainst(t, cs, args...)
+		tcode, table, stderr := runAgainst(t, cs, append(args, "-o", "table")...)
+		if code != 0 || tcode != 0 || table != def {
+			t.Errorf("%v -o table: exit %d (%s), output\n%s\nwant exit %d and\n%s", args, tcode, stderr, table, code, def)
+		}
+	}
+}
+
 // TestDeleteSendsEveryName guards against the original's bug of deleting
 // the first name once per argument.
 func TestDeleteSendsEveryName(t *testing.T) {
@@ -247,7 +259,7 @@ func TestClientCommandsRefuseBadInput(t *testing.T) {
 	}{
 		{"create without -f", []string{"create"}, 2, "-f FILE is required"},
 		{"create a missing file", []string{"create", "-f", "/nonexistent.yaml"}, 2, "no such file"},
-		{"unknown output", []string{"get", "jobs", "-o", "xml"}, 2, "-o xml: want wide, json, yaml"},
+		{"unknown output", []string{"get", "jobs", "-o", "xml"}, 2, "-o xml: want table (the default), wide, json, yaml"},
 		{"watch as JSON", []string{"get", "jobs", "-w", "-o", "json"}, 2, "--watch prints tables only"},
 		{"get nothing", []string{"get"}, 2, "say what to get"},
 		{"delete nothing", []string{"delete"}, 2, "requires at least 1 arg"},

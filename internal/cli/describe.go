@@ -19,7 +19,8 @@ const describeEvents = 10
 
 func newDescribeCmd() *cobra.Command {
 	var cf clientFlags
-	describe := groupCmd("describe job NAME", "Show a training job in detail", "", "job NAME", &cf)
+	describe := groupCmd("describe job NAME", "Show a training job in detail",
+		"Show a training job in detail.\n"+clientHelp, "job NAME", &cf)
 	job := &cobra.Command{
 		Use:     "job NAME",
 		Aliases: []string{"jobs", "tj"},

@@ -509,7 +509,8 @@ func printSchedulers(w io.Writer, items []rest.Scheduler, format string) error {
 
 func newSetCmd() *cobra.Command {
 	var cf clientFlags
-	set := groupCmd("set scheduler GPU_TYPE [--algorithm NAME] [--rate-limit DURATION] [--policy-param NAME=VALUE]...", "Change a scheduler's settings", "", "scheduler GPU_TYPE", &cf)
+	set := groupCmd("set scheduler GPU_TYPE [--algorithm NAME] [--rate-limit DURATION] [--policy-param NAME=VALUE]...", "Change a scheduler's settings",
+		"Change the settings of a GPU type's scheduler (admins).\n"+clientHelp, "scheduler GPU_TYPE", &cf)
 	var alg, rate string
 	var params []string
 	var clearParams bool

@@ -221,7 +221,8 @@ func (rep Report) WriteTable(w io.Writer) error {
 	return tw.Flush()
 }
 
-// dur formats seconds for people: "4038s", "2.5h".
+// dur formats seconds for people, with their unit: "4038s" under ten
+// hours, "40.2h" from there.
 func dur(sec float64) string {
 	if sec >= 10*3600 {
 		return strconv.FormatFloat(sec/3600, 'f', 1, 64) + "h"

@@ -175,7 +175,7 @@ are refused by name.`,
 	f.DurationVar(&o.GangTimeout, "gang-timeout", kube.DefaultGangTimeout, "how long a job's workers may take to all run after a start, resize or migration before the job gives its GPUs back and is requeued")
 	f.StringVar(&o.Gang.Scheduler, "gang-scheduler", kube.GangNone, "who binds the jobs' pods as a gang: none (Voda's own gated placement and the default scheduler), scheduler-plugins (coscheduling; Voda makes a scheduling.x-k8s.io PodGroup per job) or volcano (a scheduling.volcano.sh PodGroup per job); see docs/gang-scheduling.md")
 	f.StringVar(&o.Gang.SchedulerName, "gang-scheduler-name", "", "schedulerName of the jobs' pods under --gang-scheduler (default "+kube.DefaultSchedulerPluginsName+" or "+kube.DefaultVolcanoName+")")
-	f.StringVar(&o.Gang.Queue, "gang-queue", "", "Volcano queue of the jobs' PodGroups (default "+kube.DefaultVolcanoQueue+"; only with --gang-scheduler=volcano)")
+	f.StringVar(&o.Gang.Queue, "gang-queue", "", "Volcano queue of the jobs' PodGroups (default: the queue named "+kube.DefaultVolcanoQueue+"; only with --gang-scheduler=volcano)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug messages")
 	api.add(f)
 	return cmd

@@ -268,6 +268,8 @@ func TestParseWorkloadErrors(t *testing.T) {
 		"bad worker size":      {"name,time,application,num_replicas,batch_size,gpus_per_worker\na,1,toy,4,1,0\n", `2: gpus_per_worker "0"`},
 		"sixth column unnamed": {"name,time,application,num_replicas,batch_size,k\na,1,toy,4,1,2\n", "1: header is"},
 		"bad time":             {head + "a,soon,toy,1,1\n", `2: time "soon"`},
+		"NaN time":             {head + "a,NaN,toy,1,1\n", `2: time "NaN"`},
+		"infinite time":        {head + "a,+Inf,toy,1,1\n", `2: time "+Inf"`},
 		"negative replicas":    {head + "a,1,toy,-1,1\n", `2: num_replicas "-1"`},
 		"bad batch":            {head + "a,1,toy,1,x\n", `2: batch_size "x"`},
 		"unknown application":  {head + "a,1,gpt9,1,1\n", `2: application "gpt9": unknown model "gpt9"`},
@@ -289,6 +291,7 @@ func FuzzParseWorkload(f *testing.F) {
 	f.Add("name,time,application,num_replicas,batch_size\na,1,toy,2,4\n")
 	f.Add("name,time,application,num_replicas,batch_size\na,1e9,big,1,1\nb,0,toy,3,1\n")
 	f.Add("name,time,application,num_replicas,batch_size,gpus_per_worker\na,1,toy,8,4,4\nb,0,toy,3,1,\n")
+	f.Add("name,time,application,num_replicas,batch_size\na,nan,toy,2,4\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		w, err := ParseWorkload(strings.NewReader(text), "w", cat)
 		if err != nil {
@@ -298,7 +301,7 @@ func FuzzParseWorkload(f *testing.F) {
 			t.Fatal("a parsed workload has no jobs")
 		}
 		for _, j := range w.Jobs {
-			if j.GPUs < 1 || j.Batch < 1 || j.Submit < 0 || j.GPUsPerWorker < 0 || j.GPUsPerWorker > 64 {
+			if j.GPUs < 1 || j.Batch < 1 || j.Submit < 0 || j.Submit > 1e9*time.Second || j.GPUsPerWorker < 0 || j.GPUsPerWorker > 64 {
 				t.Fatalf("accepted a bad job %+v", j)
 			}
 		}

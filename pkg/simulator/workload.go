@@ -147,7 +147,7 @@ func parseJob(rec []string, cat Catalog) (Job, error) {
 		return Job{}, errors.New("name is empty")
 	}
 	sec, err := strconv.ParseFloat(rec[1], 64)
-	if err != nil || sec < 0 || sec > 1e9 {
+	if err != nil || !(sec >= 0 && sec <= 1e9) { // NaN too
 		return Job{}, fmt.Errorf("time %q: want seconds from the trace start (0 to 1e9)", rec[1])
 	}
 	j.Submit = time.Duration(sec * float64(time.Second))

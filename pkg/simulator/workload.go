@@ -106,7 +106,8 @@ func ParseWorkload(r io.Reader, name string, cat Catalog) (Workload, error) {
 				got, columns = got[:columns], columns+1
 			}
 			if !slices.Equal(got, header) {
-				return Workload{}, fmt.Errorf("1: header is %q, want %q (and optionally %s)", strings.Join(rec, ","), strings.Join(header, ","), perWorkerColumn)
+				return Workload{}, fmt.Errorf("1: header is %q, want %q (and optionally %s): the Pollux artifact's workload format (docs/simulator.md); Gavel's traces are read with --gpu-types and --gavel, and traces of durations alone (Tiresias', Philly's) have no throughputs to simulate",
+					strings.Join(rec, ","), strings.Join(header, ","), perWorkerColumn)
 			}
 			continue
 		}
@@ -198,7 +199,7 @@ func ReadWorkloads(path string, cat Catalog) ([]Workload, error) {
 		return nil, err
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("workload: %s holds no *.csv files", path)
+		return nil, fmt.Errorf("workload: %s holds no *.csv files (Gavel's .trace files are read with --gpu-types and --gavel)", path)
 	}
 	slices.Sort(files)
 	var out []Workload

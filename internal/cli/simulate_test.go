@@ -227,6 +227,7 @@ func TestSimulateBadInput(t *testing.T) {
 		"hetero and nodes":        {[]string{"--gpu-types", "v100=1x4", "--gavel", gavelDir, "--nodes", "3"}, "--nodes does not apply with --gpu-types"},
 		"bad type choice":         {[]string{"--gpu-types", "v100=1x4", "--gavel", gavelDir, "--type-choice", "best"}, `type choice "best"`},
 		"missing gavel data":      {[]string{"--gpu-types", "v100=1x4", "--gavel", dir}, "simulation_throughputs.json"},
+		"gavel trace a directory": {[]string{"--gpu-types", "v100=1x4", "--gavel", gavelDir, "--workload", dir}, "is a directory: give one of its .trace files"},
 		"unknown parameter":       {[]string{"--policy-param", "hesrpt.speed=2"}, `--policy-param: unknown policy parameter "hesrpt.speed"`},
 		"bad parameter":           {[]string{"--policy-param", "hesrpt.exponent=-1"}, "--policy-param: policy parameter hesrpt.exponent=-1: want 0 or more"},
 		"hetero bad parameter":    {[]string{"--gpu-types", "v100=1x4", "--gavel", gavelDir, "--policy-param", "tiresias.service=total"}, "--policy-param: tiresias promotion (promote knob 8) needs the since-start service measure, but it is \"total\": set tiresias.promote-knob=0"},

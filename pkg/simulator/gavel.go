@@ -234,6 +234,9 @@ func ReadGavelTrace(path string, t *GavelTable) (HeteroWorkload, error) {
 	if t == nil {
 		return HeteroWorkload{}, errors.New("gavel trace: no throughput table")
 	}
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return HeteroWorkload{}, fmt.Errorf("gavel trace: %s is a directory: give one of its .trace files", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return HeteroWorkload{}, fmt.Errorf("gavel trace: %w", err)

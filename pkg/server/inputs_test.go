@@ -252,5 +252,22 @@ func badInputs() []badInput {
 		{"another namespace", yamlCT, tj("ns", "  name: ns\n", "  name: ns\n  namespace: kube-system\n"), 400, `metadata.namespace is "kube-system"`, true},
 		{"GPU type no node has", yamlCT, tj("nonode", "gpuType: api-gpu", "gpuType: nvidia-h100"), 400, `spec.gpuType "nvidia-h100": no node has this GPU type`, true},
 		{"submitting as another user", yamlCT, tj("other", "  epochs: 3", "  epochs: 3\n  submitter: mallory"), 403, `spec.submitter is "mallory"`, true},
+		// Rights in the API's namespace that the submitter was never given.
+		{"another service account", yamlCT, tj("sa", workerSpec, workerSpec+"          serviceAccountName: voda\n"), 403,
+			`spec.template.mpiJob.worker.spec.serviceAccountName: "voda": the job's pods would run as that service account`, true},
+		{"launcher's service account", yamlCT, tj("lsa", "      launcher:\n        spec:\n", "      launcher:\n        spec:\n          serviceAccount: voda\n"), 403,
+			`spec.template.mpiJob.launcher.spec.serviceAccount: "voda"`, true},
+		{"PyTorch worker's service account", yamlCT, ptj("ptsa", "      worker:\n        spec:\n", "      worker:\n        spec:\n          serviceAccountName: voda\n"), 403,
+			`spec.template.pytorchJob.worker.spec.serviceAccountName: "voda"`, true},
+		{"a secret volume", yamlCT, tj("secvol", workerSpec, workerSpec+"          volumes: [{name: k, secret: {secretName: voda-progress-key}}]\n"), 403,
+			`spec.template.mpiJob.worker.spec.volumes[0].secret: mounts secret "voda-progress-key"`, true},
+		{"a projected token", yamlCT, tj("token", workerSpec, workerSpec+"          volumes: [{name: t, projected: {sources: [{serviceAccountToken: {path: t}}]}}]\n"), 403,
+			"volumes[0].projected.sources[0].serviceAccountToken: mounts a service account token", true},
+		{"a secret in the environment", yamlCT, tj("secenv", workerImage, workerImage+"            env: [{name: K, valueFrom: {secretKeyRef: {name: voda-progress-key, key: key}}}]\n"), 403,
+			`containers[0].env[0].valueFrom.secretKeyRef: reads secret "voda-progress-key"`, true},
+		{"the node's file system", yamlCT, tj("host", workerSpec, workerSpec+"          volumes: [{name: h, hostPath: {path: /}}]\n"), 403,
+			"volumes[0].hostPath: mounts the node's /", true},
+		{"a privileged container", yamlCT, tj("priv", workerImage, workerImage+"            securityContext: {privileged: true}\n"), 403,
+			"containers[0].securityContext.privileged: a privileged container holds the node: jobs submitted here run in namespace", true},
 	}
 }

@@ -486,6 +486,21 @@ func testBadInput(t *testing.T, e *apiEnv) {
 	if code, msg := e.voda(t, "alice", "delete", "taken"); code != 0 {
 		t.Fatalf("delete: %d %s", code, msg)
 	}
+	// An admin may give a job rights in the namespace; a user may name the
+	// default service account, which every pod there has anyway.
+	body := tj("trusted", workerSpec, workerSpec+"          serviceAccountName: voda\n")
+	if code, msg := e.call(t, "POST", "/api/v1/jobs", "root", "application/yaml", body); code != 201 {
+		t.Errorf("admin's job with a service account: %d %s", code, msg)
+	}
+	body = tj("plain", workerSpec, workerSpec+"          serviceAccountName: default\n")
+	if code, msg := e.call(t, "POST", "/api/v1/jobs", "alice", "application/yaml", body); code != 201 {
+		t.Errorf("job naming the default service account: %d %s", code, msg)
+	}
+	for _, name := range []string{"trusted", "plain"} {
+		if code, msg := e.voda(t, "root", "delete", name); code != 0 {
+			t.Fatalf("delete %s: %d %s", name, code, msg)
+		}
+	}
 }
 
 // testLifecycle follows a job from the CLI: create, get, describe, the

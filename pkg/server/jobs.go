@@ -74,6 +74,10 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, u User) error
 	if err := tj.Spec.TemplateConflicts(res); err != nil {
 		return errorf(http.StatusBadRequest, "%s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
+	if err := tj.Spec.Privileges(); err != nil && !s.admin(u) {
+		return errorf(http.StatusForbidden, "%s: jobs submitted here run in namespace %s with rights you were not given there; remove these, or ask an admin to submit the job",
+			strings.ReplaceAll(err.Error(), "\n", "; "), s.o.Namespace)
+	}
 	if err := s.create(r, tj, compat.IsMPIJob(body)); err != nil {
 		return err
 	}

@@ -123,11 +123,32 @@ func testDashboard(t *testing.T, e *apiEnv) {
 		t.Errorf("login with a bad token: %d\n%s", code, body)
 	}
 	// A login never sends the browser off the dashboard.
-	for _, next := range []string{"https://evil.example/", "//evil.example/x", "/api/v1/jobs", "../../x", `\\evil`} {
+	for _, next := range []string{"https://evil.example/", "//evil.example/x", "/api/v1/jobs", "../../x", `\\evil`,
+		" //evil.example/x", "\t//evil.example/x", "javascript:alert(1)", "cluster\r\nSet-Cookie: x=y", "jobs//evil"} {
 		c := browserSession(t)
 		if code, _, h := page(t, c, "POST", e.url+"/ui/login", url.Values{"token": {tokens["bob"]}, "next": {next}}); code != 303 || h.Get("Location") != "cluster" {
 			t.Errorf("login with next=%q: %d to %q, want cluster", next, code, h.Get("Location"))
 		}
+	}
+
+	// A page of the dashboard to return to is kept, query and all.
+	for _, next := range []string{"jobs/life", "queue?type=api-gpu"} {
+		c := browserSession(t)
+		if code, _, h := page(t, c, "POST", e.url+"/ui/login", url.Values{"token": {tokens["bob"]}, "next": {next}}); code != 303 || h.Get("Location") != next {
+			t.Errorf("login with next=%q: %d to %q, want it kept", next, code, h.Get("Location"))
+		}
+	}
+	// Another site's page cannot log the browser in; this one's can.
+	c := browserSession(t)
+	if code, body, h := page(t, c, "POST", e.url+"/ui/login", url.Values{"token": {tokens["bob"]}}, "Origin", "https://evil.example"); code != 403 || h.Get("Set-Cookie") != "" || !strings.Contains(body, "from another site") {
+		t.Errorf("login from another origin: %d, cookie %q", code, h.Get("Set-Cookie"))
+	}
+	if code, _, _ := page(t, c, "POST", e.url+"/ui/login", url.Values{"token": {tokens["bob"]}}, "Origin", e.url); code != 303 {
+		t.Errorf("login from the dashboard's origin: %d, want 303", code)
+	}
+	// A form over the body limit is answered as such.
+	if code, _, _ := page(t, c, "POST", e.url+"/ui/login", url.Values{"token": {strings.Repeat("x", 2<<20)}}); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized login form: %d, want 413", code)
 	}
 
 	// The session cookie.

@@ -76,13 +76,34 @@ func (s *Server) uiHandler() http.Handler {
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
 		r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
 		sw := &statusWriter{ResponseWriter: w}
-		mux.ServeHTTP(sw, r)
+		if err := parseForm(r); err != nil {
+			s.uiError(sw, r, User{}, err)
+		} else {
+			mux.ServeHTTP(sw, r)
+		}
 		code := sw.code
 		if code == 0 {
 			code = http.StatusOK
 		}
 		s.pages.WithLabelValues(uiPage(r.URL.Path), strconv.Itoa(code)).Inc()
 	})
+}
+
+// parseForm reads a posted form at once, so that a body over the limit is
+// answered as such (413) rather than read as a form without fields.
+func parseForm(r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return nil
+	}
+	err := r.ParseForm()
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return errorf(http.StatusRequestEntityTooLarge, "the form is larger than %d bytes", mbe.Limit)
+	case err != nil:
+		return errorf(http.StatusBadRequest, "the form cannot be read: %v", err)
+	}
+	return nil
 }
 
 // uiPage names a dashboard path for the request metrics, from a fixed set.
@@ -208,6 +229,12 @@ func (s *Server) uiLoginPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
+	if !sameOrigin(r) {
+		// A page of another site must not log the browser in (to an
+		// account of its choosing).
+		s.uiLoginForm(w, r, http.StatusForbidden, "A login from another site is refused: log in from this page.")
+		return
+	}
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	next := safeNext(r.PostFormValue("next"))
 	if tok == "" {
@@ -236,13 +263,35 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 }
 
 // safeNext keeps a page to return to after login only if it is one of the
-// dashboard's own relative paths.
+// dashboard's own relative paths: letters, digits and the few marks of
+// paths and queries, no scheme, no "//", no "..", nothing a browser or
+// the HTTP stack would trim or rewrite (spaces, control characters,
+// backslashes).
 func safeNext(next string) string {
-	u, err := url.Parse(next)
-	if next == "" || err != nil || u.IsAbs() || u.Host != "" || strings.HasPrefix(next, "/") || strings.Contains(u.Path, "..") || strings.Contains(next, "\\") {
+	if next == "" || strings.HasPrefix(next, "/") || strings.Contains(next, "//") || strings.Contains(next, "..") {
 		return "cluster"
 	}
+	for _, c := range next {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("-._~/?=&%+", c)) {
+			return "cluster"
+		}
+	}
 	return next
+}
+
+// sameOrigin reports whether a posted form comes from a page of this
+// server, by its Origin header (every current browser sends one with a
+// POST; a client that sends none is not a browser another site drives).
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	return strings.EqualFold(u.Host, r.Host) || strings.EqualFold(u.Host, r.Header.Get("X-Forwarded-Host"))
 }
 
 func secure(r *http.Request) bool {

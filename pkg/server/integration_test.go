@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vodascheduler/voda/internal/cli"
@@ -1072,6 +1073,22 @@ func testProgress(t *testing.T, e *apiEnv) {
 	code, out := e.voda(t, "alice", "describe", "job", "reporter")
 	if code != 0 || !regexpMatch(`Remaining: +\d+m\d+s at one GPU \(estimate\)`, out) || !regexpMatch(`Progress: +epoch [23] of 10, [23] reports; epoch time .*40s at 4 workers`, out) {
 		t.Errorf("describe: %d\n%s", code, out)
+	}
+	// A job of several GPU types may report one worker count on two of
+	// them: the API server keeps both entries (a list keyed by the count
+	// alone refused the second with 422).
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var j v1alpha1.TrainingJob
+		if err := e.k8s.Get(ctx, types.NamespacedName{Namespace: apiNS, Name: "reporter"}, &j); err != nil {
+			return err
+		}
+		other := j.Status.Progress.EpochTimes[0]
+		other.GPUType = "other-gpu"
+		j.Status.Progress.EpochTimes = append(j.Status.Progress.EpochTimes, other)
+		return e.k8s.Status().Update(ctx, &j)
+	})
+	if err != nil {
+		t.Errorf("epoch times of one worker count on two GPU types: %v", err)
 	}
 }
 

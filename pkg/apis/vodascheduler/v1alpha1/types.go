@@ -359,10 +359,11 @@ type TrainingProgress struct {
 	// LastReportTime is when the last report arrived.
 	// +optional
 	LastReportTime *metav1.Time `json:"lastReportTime,omitempty"`
-	// EpochTimes is the mean epoch time at each worker count reported.
+	// EpochTimes is the mean epoch time at each worker count and GPU type
+	// reported (one entry per pair; a job of several types may have run at
+	// one count on two of them).
 	// +optional
-	// +listType=map
-	// +listMapKey=workers
+	// +listType=atomic
 	EpochTimes []EpochTime `json:"epochTimes,omitempty"`
 }
 

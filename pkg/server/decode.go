@@ -94,6 +94,9 @@ func DecodeJob(body []byte, contentType string, now time.Time) (*v1alpha1.Traini
 	if err := yaml.Unmarshal(docs[0], &head); err != nil {
 		return nil, errorf(http.StatusBadRequest, "apiVersion and kind must be strings: %v", err)
 	}
+	if err := serverSetMetadata(doc.(map[string]any)); err != nil {
+		return nil, err
+	}
 	var tj *v1alpha1.TrainingJob
 	switch {
 	case head.Kind == "MPIJob":
@@ -154,4 +157,28 @@ func stripComments(d []byte) []byte {
 		out = append(out, line...)
 	}
 	return out
+}
+
+// serverMetadata are the metadata fields the API server sets or that tie
+// an object's life to others; a job submitted here is a new object of its
+// own.
+var serverMetadata = []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
+	"deletionGracePeriodSeconds", "selfLink", "managedFields", "ownerReferences", "finalizers"}
+
+// serverSetMetadata refuses a body whose metadata carries fields a new job
+// cannot have (a manifest saved with kubectl get -o yaml carries some);
+// null values, as generated manifests hold, are left alone.
+func serverSetMetadata(doc map[string]any) error {
+	meta, _ := doc["metadata"].(map[string]any)
+	var set []string
+	for _, f := range serverMetadata {
+		if v, ok := meta[f]; ok && v != nil {
+			set = append(set, "metadata."+f)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return errorf(http.StatusBadRequest, "%s: set by the API server for the objects it holds, or tying a job to other objects' lives; a new job cannot have them, remove them (a manifest saved with kubectl get -o yaml carries some)",
+		strings.Join(set, ", "))
 }

@@ -64,6 +64,9 @@ func FromPyTorchJob(data []byte) (*v1alpha1.TrainingJob, error) {
 	if p.Metadata.Name == "" {
 		errs = append(errs, errors.New("metadata.name is missing"))
 	}
+	if len(p.Status) > 0 {
+		errs = append(errs, errors.New("status: a new job has no status; remove it (e.g. from the output of kubectl get -o yaml)"))
+	}
 	for name := range p.Spec.PyTorchReplicaSpecs {
 		if name != "Worker" {
 			errs = append(errs, fmt.Errorf("spec.pytorchReplicaSpecs.%s: an elastic PyTorchJob has only workers (torchrun's c10d rendezvous runs on worker 0); remove it", name))

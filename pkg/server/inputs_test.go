@@ -221,6 +221,7 @@ func badInputs() []badInput {
 			`has no container named "pytorch"`, false},
 		{"PyTorchJob not elastic", yamlCT, pytorchjob("rigid", "  elasticPolicy: {rdzvBackend: c10d, minReplicas: 1, maxReplicas: 4}\n", ""), 400,
 			"spec.elasticPolicy.minReplicas and maxReplicas are required", false},
+		{"PyTorchJob with a status", yamlCT, pytorchjob("pst") + "status:\n  conditions: []\n  startTime: \"2026-01-01T00:00:00Z\"\n", 400, "status: a new job has no status", false},
 		{"PyTorchJob with an autoscaler", yamlCT, pytorchjob("hpa", "maxReplicas: 4}", "maxReplicas: 4, metrics: [{type: Resource}]}"), 400,
 			"spec.elasticPolicy.metrics: Voda decides the workers", false},
 		{"PyTorchJob with a Master", yamlCT, pytorchjob("master", "    Worker:\n", "    Master: {template: {spec: {containers: [{name: pytorch, image: i}]}}}\n    Worker:\n"), 400,

@@ -707,6 +707,7 @@ func testSchedulers(t *testing.T, e *apiEnv) {
 		{"root", testGPUType, `{}`, 400, "nothing to change"},
 		{"root", testGPUType, `{"algorithm":"FIFO","extra":1}`, 400, `unknown field "extra"`},
 		{"root", testGPUType, `{"algorithm":"FIFO"}{}`, 400, "more than one JSON value"},
+		{"root", testGPUType, `{"algorithm":"FIFO","algorithm":"Tiresias"}`, 400, `"algorithm" is given twice`},
 		{"root", testGPUType, `[1]`, 400, "not a scheduler update"},
 		{"root", "nvidia-h100", `{"algorithm":"FIFO"}`, 404, "no node or job has GPU type"},
 		{"root", "bad%20type", `{"algorithm":"FIFO"}`, 400, "is not a GPU type"},
@@ -1018,6 +1019,7 @@ func testProgress(t *testing.T, e *apiEnv) {
 		{token, `{"epoch":1,"epochSeconds":-4,"workers":4}`, 400, "epochSeconds is -4"},
 		{token, `{"epoch":1,"epochSeconds":40,"workers":4,"gpus":4}`, 400, `unknown field "gpus"`},
 		{token, `not json`, 400, "not a progress report"},
+		{token, `{"epoch":1,"epochSeconds":40,"workers":4,"epoch":2}`, 400, `"epoch" is given twice`},
 	} {
 		if code, msg := post(c.tok, c.body); code != c.code || !strings.Contains(msg, c.want) {
 			t.Errorf("POST %s: %d %s, want %d saying %q", c.body, code, msg, c.code, c.want)

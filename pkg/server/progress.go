@@ -1,9 +1,7 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 
@@ -45,17 +43,8 @@ func (s *Server) postProgress(w http.ResponseWriter, r *http.Request, _ User) er
 		return errorf(http.StatusUnsupportedMediaType, "Content-Type %q is not accepted: send application/json", ct)
 	}
 	var rep progress.Report
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rep); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return errorf(http.StatusRequestEntityTooLarge, "the body is larger than %d bytes", mbe.Limit)
-		}
-		return errorf(http.StatusBadRequest, "the body is not a progress report {\"epoch\", \"epochSeconds\", \"workers\", ...}: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errorf(http.StatusBadRequest, "the body holds more than one JSON value")
+	if err := decodeJSONBody(r, &rep, `a progress report {"epoch", "epochSeconds", "workers", ...}`); err != nil {
+		return err
 	}
 	if err := rep.Validate(); err != nil {
 		return errorf(http.StatusBadRequest, "%s", strings.ReplaceAll(err.Error(), "\n", "; "))

@@ -2,9 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -160,17 +157,8 @@ func (s *Server) putScheduler(w http.ResponseWriter, r *http.Request, u User) er
 		return errorf(http.StatusUnsupportedMediaType, "Content-Type %q is not accepted: send application/json", ct)
 	}
 	var up rest.SchedulerUpdate
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&up); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return errorf(http.StatusRequestEntityTooLarge, "the body is larger than %d bytes", mbe.Limit)
-		}
-		return errorf(http.StatusBadRequest, "the body is not a scheduler update {\"algorithm\": NAME, \"rateLimit\": DURATION, \"policyParams\": [NAME=VALUE, ...]}: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errorf(http.StatusBadRequest, "the body holds more than one JSON value")
+	if err := decodeJSONBody(r, &up, `a scheduler update {"algorithm": NAME, "rateLimit": DURATION, "policyParams": [NAME=VALUE, ...]}`); err != nil {
+		return err
 	}
 	sc, err := s.updateScheduler(r.Context(), u, t, up)
 	if err != nil {

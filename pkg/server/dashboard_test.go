@@ -339,7 +339,7 @@ func testDashboard(t *testing.T, e *apiEnv) {
 	// The requests are counted by page.
 	// (The event stream counts once the server has seen it closed.)
 	eventually(t, 30*time.Second, "the dashboard's requests counted by page", func() (bool, error) {
-		_, metrics := e.call(t, "GET", "/metrics", "", "", "")
+		_, metrics := e.call(t, "GET", "/metrics", "root", "", "")
 		for _, series := range []string{`voda_ui_requests_total{code="401",page="cluster"}`, `voda_ui_requests_total{code="403",page="schedulers"}`,
 			`voda_ui_requests_total{code="200",page="events"}`, `voda_ui_requests_total{code="303",page="login"}`} {
 			if seriesValue(metrics, series) < 1 {

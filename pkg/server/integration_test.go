@@ -395,9 +395,15 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() (bo
 }
 
 func testPublic(t *testing.T, e *apiEnv) {
-	for _, p := range []string{"/healthz", "/readyz", "/api/v1/version", "/api/v1/openapi.json", "/metrics"} {
+	for _, p := range []string{"/healthz", "/readyz", "/api/v1/version", "/api/v1/openapi.json"} {
 		if code, body := e.call(t, "GET", p, "", "", ""); code != 200 {
 			t.Errorf("GET %s: %d %s", p, code, body)
+		}
+	}
+	// The metrics name every user's jobs: admins only.
+	for user, want := range map[string]int{"": 401, "alice": 403, "root": 200} {
+		if code, body := e.call(t, "GET", "/metrics", user, "", ""); code != want {
+			t.Errorf("GET /metrics as %q: %d %.200s, want %d", user, code, body, want)
 		}
 	}
 	_, body := e.call(t, "GET", "/api/v1/openapi.json", "", "", "")
@@ -924,7 +930,7 @@ func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).Ma
 // testSchedulerMetrics reads what the controller's schedulers recorded of
 // the jobs so far from the API's /metrics.
 func testSchedulerMetrics(t *testing.T, e *apiEnv) {
-	code, body := e.call(t, "GET", "/metrics", "", "", "")
+	code, body := e.call(t, "GET", "/metrics", "root", "", "")
 	if code != 200 {
 		t.Fatalf("/metrics: %d", code)
 	}
@@ -1068,7 +1074,7 @@ func testProgress(t *testing.T, e *apiEnv) {
 		}
 	}
 	// The job's estimated throughput is exported while it runs.
-	_, metricsText := e.call(t, "GET", "/metrics", "", "", "")
+	_, metricsText := e.call(t, "GET", "/metrics", "root", "", "")
 	if v := seriesValue(metricsText, `voda_scheduler_job_estimated_throughput{gpu_type="api-gpu",job="reporter",namespace="voda-api"}`); v < 80 || v > 100 {
 		t.Errorf("estimated throughput %v epochs/h, want ≈90 (40 s epochs at 4 workers)", v)
 	}

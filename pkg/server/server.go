@@ -173,7 +173,7 @@ func (s *Server) routes() []route {
 		{method: http.MethodGet, pattern: "/api/v1/openapi.json", public: true, h: serveOpenAPI},
 		{method: http.MethodGet, pattern: "/healthz", public: true, h: healthz},
 		{method: http.MethodGet, pattern: "/readyz", public: true, h: s.readyz},
-		{method: http.MethodGet, pattern: "/metrics", public: true, h: s.metrics},
+		{method: http.MethodGet, pattern: "/metrics", h: s.metrics},
 	}
 }
 
@@ -357,9 +357,15 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ User) error {
 	return healthz(w, r, User{})
 }
 
-func (s *Server) metrics(w http.ResponseWriter, r *http.Request, _ User) error {
+// metrics serves the controller's metrics to admins: they name every job.
+// Prometheus scrapes the controller's metrics port, which serves the same
+// without a token inside the cluster.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request, u User) error {
 	if s.o.Gatherer == nil {
 		return errorf(http.StatusNotFound, "metrics are not served here")
+	}
+	if !s.admin(u) {
+		return errorf(http.StatusForbidden, "you (%s) may not read the metrics here: they name every user's jobs; that takes membership of %s (Prometheus scrapes the controller's metrics port)", u.Name, strings.Join(s.o.AdminGroups, " or "))
 	}
 	promhttp.HandlerFor(s.o.Gatherer, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 	return nil

@@ -410,9 +410,14 @@ func TestIntegrationChart(t *testing.T) {
 	}
 
 	// A gang scheduler whose PodGroup CRD is missing fails the install.
-	out, err := env.Helm(ctx, "install", "voda-gang", dir, "-n", "voda-system", "--dry-run=server", "--set", "scheduler.gangScheduler=volcano")
-	if err == nil || !strings.Contains(err.Error(), "its PodGroup CRD (podgroups.scheduling.volcano.sh) is missing") {
-		t.Errorf("install with a missing Volcano: %v\n%s", err, out)
+	// So it does into a namespace the install would create (the checks
+	// once looked the release's namespace up to tell a cluster from helm
+	// template, and were skipped there).
+	for _, args := range [][]string{{"-n", "voda-system"}, {"-n", "not-yet", "--create-namespace"}} {
+		out, err := env.Helm(ctx, append([]string{"install", "voda-gang", dir, "--dry-run=server", "--set", "scheduler.gangScheduler=volcano"}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "its PodGroup CRD (podgroups.scheduling.volcano.sh) is missing") {
+			t.Errorf("install %v with a missing Volcano: %v\n%s", args, err, out)
+		}
 	}
 
 	// Every option on: accepted by a server-side dry run, then applied.
@@ -429,7 +434,7 @@ func TestIntegrationChart(t *testing.T) {
 			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
 		}
 	}
-	out, err = env.Kubectl(ctx, nil, "get", "servicemonitor/voda-full", "configmap/voda-schedulers", "deployment/voda-full", "-n", "ml", "-o", "name")
+	out, err := env.Kubectl(ctx, nil, "get", "servicemonitor/voda-full", "configmap/voda-schedulers", "deployment/voda-full", "-n", "ml", "-o", "name")
 	if err != nil || strings.Count(string(out), "\n") != 3 {
 		t.Errorf("every-option objects: %v\n%s", err, out)
 	}

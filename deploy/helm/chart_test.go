@@ -383,10 +383,31 @@ func TestIntegrationChart(t *testing.T) {
 	}
 	before := waitRunning(t, k8s, 4)
 
-	// Upgrade to this chart with changed values: the job is untouched.
-	if out, err := env.Helm(ctx, "upgrade", "voda", dir, "-n", "voda-system", "--wait", "--timeout", "2m",
-		"--set", "scheduler.rateLimit=10s"); err != nil {
+	// A setting changed at runtime (as voda set scheduler writes it) in the
+	// ConfigMap the release made.
+	var cm corev1.ConfigMap
+	cmKey := types.NamespacedName{Namespace: "voda-system", Name: "voda-schedulers"}
+	if err := k8s.Get(ctx, cmKey, &cm); err != nil {
+		t.Fatalf("the release's ConfigMap: %v", err)
+	}
+	cm.Data = map[string]string{"chart-gpu": "rateLimit: 1s\n"}
+	if err := k8s.Update(ctx, &cm); err != nil {
+		t.Fatal(err)
+	}
+
+	// Upgrade to this chart with changed values: the job is untouched, the
+	// runtime setting stays, and the values seed only a type without one
+	// (and say which they did not apply).
+	out, err := env.Helm(ctx, "upgrade", "voda", dir, "-n", "voda-system", "--wait", "--timeout", "2m",
+		"--set", "scheduler.rateLimit=10s", "--set-json", `scheduler.perGPUType={"chart-gpu":{"rateLimit":"5s"},"other-gpu":{"algorithm":"FIFO"}}`)
+	if err != nil {
 		t.Fatalf("helm upgrade: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "scheduler.perGPUType.chart-gpu was not applied") {
+		t.Errorf("the upgrade's notes do not say chart-gpu's values were not applied:\n%s", out)
+	}
+	if err := k8s.Get(ctx, cmKey, &cm); err != nil || cm.Data["chart-gpu"] != "rateLimit: 1s\n" || cm.Data["other-gpu"] != "algorithm: FIFO" {
+		t.Errorf("ConfigMap after the upgrade: %v %q", err, cm.Data)
 	}
 	time.Sleep(3 * time.Second) // a few rounds of the controller
 	after := waitRunning(t, k8s, 4)
@@ -400,6 +421,9 @@ func TestIntegrationChart(t *testing.T) {
 	// Uninstalling keeps the CRD, and with it the jobs.
 	if out, err := env.Helm(ctx, "uninstall", "voda", "-n", "voda-system", "--wait"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	if err := k8s.Get(ctx, cmKey, &cm); err != nil || cm.Data["chart-gpu"] != "rateLimit: 1s\n" {
+		t.Errorf("the scheduler settings did not survive helm uninstall: %v %q", err, cm.Data)
 	}
 	var kept v1alpha1.TrainingJob
 	if err := k8s.Get(ctx, types.NamespacedName{Namespace: "voda-system", Name: "steady"}, &kept); err != nil {
@@ -434,7 +458,7 @@ func TestIntegrationChart(t *testing.T) {
 			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
 		}
 	}
-	out, err := env.Kubectl(ctx, nil, "get", "servicemonitor/voda-full", "configmap/voda-schedulers", "deployment/voda-full", "-n", "ml", "-o", "name")
+	out, err = env.Kubectl(ctx, nil, "get", "servicemonitor/voda-full", "configmap/voda-schedulers", "deployment/voda-full", "-n", "ml", "-o", "name")
 	if err != nil || strings.Count(string(out), "\n") != 3 {
 		t.Errorf("every-option objects: %v\n%s", err, out)
 	}

@@ -191,17 +191,28 @@ func TestChartRendersWhatItPromises(t *testing.T) {
 	}
 	// Bad values fail with a message.
 	for values, want := range map[string]string{
-		"api: {auth: magic}":                                `api.auth is "magic"`,
-		"api: {auth: static}":                               "needs api.staticTokenSecret",
-		"watchNamespace: a\napi: {jobNamespace: b}":         "must equal watchNamespace",
-		"scheduler: {gangScheduler: kueue}":                 `scheduler.gangScheduler is "kueue": want none, scheduler-plugins or volcano`,
-		"scheduler: {gangQueue: research}":                  "scheduler.gangQueue is only for scheduler.gangScheduler volcano",
-		"scheduler: {policyParams: {hesrpt.exponent: 0.2}}": "scheduler.policyParams must be a list of NAME=VALUE strings",
-		"scheduler: {policyParams: [hesrpt.exponent]}":      `scheduler.policyParams has "hesrpt.exponent": want NAME=VALUE`,
+		"api: {auth: magic}":  `api.auth is "magic"`,
+		"api: {auth: static}": "needs api.staticTokenSecret",
+		"api: {auth: static, staticTokenSecret: t, tokenAudiences: [voda]}": "api.tokenAudiences is for api.auth tokenreview",
+		"watchNamespace: a\napi: {jobNamespace: b}":                         "must equal watchNamespace",
+		"scheduler: {gangScheduler: kueue}":                                 `scheduler.gangScheduler is "kueue": want none, scheduler-plugins or volcano`,
+		"scheduler: {gangQueue: research}":                                  "scheduler.gangQueue is only for scheduler.gangScheduler volcano",
+		"scheduler: {policyParams: {hesrpt.exponent: 0.2}}":                 "scheduler.policyParams must be a list of NAME=VALUE strings",
+		"scheduler: {policyParams: [hesrpt.exponent]}":                      `scheduler.policyParams has "hesrpt.exponent": want NAME=VALUE`,
 	} {
 		out, err := helm(t, "template", "voda", chartDir(t), "-f", valuesFile(t, values))
 		if err == nil || !strings.Contains(out, want) {
 			t.Errorf("values %q: %v, want a failure saying %q\n%s", values, err, want, out)
+		}
+	}
+}
+
+// api.tokenAudiences reaches the controller's flags.
+func TestChartTokenAudiences(t *testing.T) {
+	for values, want := range map[string]string{"": "", "api: {tokenAudiences: [voda, voda.example.com]}": "--api-token-audiences=voda,voda.example.com"} {
+		out, err := helm(t, "template", "voda", chartDir(t), "--show-only", "templates/deployment.yaml", "-f", valuesFile(t, values))
+		if err != nil || (want == "") == strings.Contains(out, "--api-token-audiences") || want != "" && !strings.Contains(out, want) {
+			t.Errorf("values %q: %v, want %q in\n%s", values, err, want, out)
 		}
 	}
 }

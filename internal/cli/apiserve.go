@@ -19,6 +19,7 @@ import (
 type apiFlags struct {
 	addr, certFile, keyFile string
 	auth, tokenFile         string
+	audiences               string
 	adminGroups             string
 	namespace               string
 	maxBody                 int64
@@ -31,6 +32,7 @@ func (a *apiFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&a.keyFile, "api-tls-key-file", "", "PEM private key of the REST API's certificate")
 	f.StringVar(&a.auth, "api-auth", "tokenreview", "how the REST API checks bearer tokens: tokenreview (the Kubernetes TokenReview API) or static (--api-token-file)")
 	f.StringVar(&a.tokenFile, "api-token-file", "", `static tokens, one CSV line each: token,user,uid,"group1,group2"`)
+	f.StringVar(&a.audiences, "api-token-audiences", "", "comma-separated audiences a token must be made for, with --api-auth tokenreview (e.g. voda, and users run kubectl create token SA --audience voda); empty accepts the API server's own, so any pod's service-account token logs in")
 	f.StringVar(&a.adminGroups, "api-admin-groups", "system:masters,"+server.DefaultAdminGroup, "comma-separated groups whose members see every job and change schedulers")
 	f.StringVar(&a.namespace, "api-namespace", "", "namespace of the jobs submitted through the REST API (default --namespace, else the pod's, else default)")
 	f.BoolVar(&a.ui, "ui", true, "serve the web dashboard under /ui/ on the REST API's address, with the API's tokens (docs/dashboard.md)")
@@ -50,6 +52,9 @@ func (a *apiFlags) check() error {
 	case "static":
 		if a.tokenFile == "" {
 			return usageError{errors.New("--api-auth static needs --api-token-file")}
+		}
+		if a.audiences != "" {
+			return usageError{errors.New("--api-token-audiences needs --api-auth tokenreview: static tokens have no audience")}
 		}
 	default:
 		return usageError{fmt.Errorf("--api-auth %q: want tokenreview or static", a.auth)}
@@ -74,18 +79,13 @@ func (a *apiFlags) addTo(mgr ctrl.Manager, cfg *rest.Config, o kube.ManagerOptio
 	if err != nil {
 		return err
 	}
-	var auth server.Authenticator = server.TokenReview{Client: c}
+	var auth server.Authenticator = server.TokenReview{Client: c, Audiences: splitList(a.audiences)}
 	if a.auth == "static" {
 		if auth, err = server.LoadTokenFile(a.tokenFile); err != nil {
 			return usageError{fmt.Errorf("--api-token-file: %w", err)}
 		}
 	}
-	var groups []string
-	for _, g := range strings.Split(a.adminGroups, ",") {
-		if g = strings.TrimSpace(g); g != "" {
-			groups = append(groups, g)
-		}
-	}
+	groups := splitList(a.adminGroups)
 	ns := a.namespace
 	switch {
 	case ns != "":
@@ -109,4 +109,15 @@ func (a *apiFlags) addTo(mgr ctrl.Manager, cfg *rest.Config, o kube.ManagerOptio
 		return err
 	}
 	return mgr.Add(&server.Listener{Addr: a.addr, CertFile: a.certFile, KeyFile: a.keyFile, Handler: s.Handler()})
+}
+
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -107,10 +107,9 @@ are refused by name.`,
 			if o.Accelerators, err = v1alpha1.ParseAccelerators(accelerators); err != nil {
 				return usageError{fmt.Errorf("--accelerator: %w", err)}
 			}
-			for _, t := range strings.Split(gpuTypes, ",") {
-				if t = strings.TrimSpace(t); t != "" {
-					o.GPUTypes = append(o.GPUTypes, t)
-				}
+			o.GPUTypes = splitList(gpuTypes)
+			if err := api.check(); err != nil {
+				return err
 			}
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
@@ -127,9 +126,6 @@ are refused by name.`,
 			}
 			if o.ConfigNamespace == "" {
 				o.ConfigNamespace = podNamespace(o.Namespace)
-			}
-			if err := api.check(); err != nil {
-				return err
 			}
 			// Served on --metrics-addr and the API's /metrics.
 			if o.Metrics, err = metrics.New(ctrlmetrics.Registry, Version); err != nil {

@@ -21,6 +21,7 @@ func TestControllerRejectsBadFlags(t *testing.T) {
 		{[]string{"controller", "--status-sync", "-5s"}, "--status-sync -5s: must be a positive duration"},
 		{[]string{"controller", "--metrics-scan", "0"}, "--metrics-scan 0s: must be a positive duration"},
 		{[]string{"controller", "--rate-limit", "soon"}, "invalid argument"},
+		{[]string{"controller", "--api-auth", "static", "--api-token-file", "t.csv", "--api-token-audiences", "voda"}, "--api-token-audiences needs --api-auth tokenreview"},
 		{[]string{"controller", "extra"}, "unknown command"},
 		{[]string{"controller", "--gang-scheduler", "kueue"}, `unknown gang scheduler "kueue"; want one of none, scheduler-plugins, volcano`},
 		{[]string{"controller", "--gang-queue", "research"}, "needs --gang-scheduler=scheduler-plugins or volcano"},

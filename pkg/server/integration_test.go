@@ -841,6 +841,20 @@ func testTokenReview(t *testing.T, e *apiEnv) {
 	if err := bot.DeleteJob(ctx, "bot-job"); err != nil {
 		t.Error(err)
 	}
+	// With audiences (--api-token-audiences), only a token made for one of
+	// them is accepted: not the service account's ordinary token.
+	aud, err := e.env.Client.CoreV1().ServiceAccounts(apiNS).CreateToken(ctx, "ci-bot", &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(600)), Audiences: []string{"voda"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	review := server.TokenReview{Client: e.k8s, Audiences: []string{"voda"}}
+	for tok, want := range map[string]bool{aud.Status.Token: true, tr.Status.Token: false} {
+		if u, ok, err := review.Authenticate(ctx, tok); err != nil || ok != want || ok && u.Name != "system:serviceaccount:"+apiNS+":ci-bot" {
+			t.Errorf("token review with audience voda: %v %v %v, want accepted %v", u, ok, err, want)
+		}
+	}
 	// The same original-format file twice in the same second: the second
 	// job gets a suffix (JOB_NAME too), not a conflict over a name the
 	// user never chose.

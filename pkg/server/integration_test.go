@@ -44,6 +44,7 @@ import (
 	"github.com/vodascheduler/voda/pkg/client"
 	"github.com/vodascheduler/voda/pkg/cluster/kube"
 	"github.com/vodascheduler/voda/pkg/metrics"
+	"github.com/vodascheduler/voda/pkg/progress"
 	"github.com/vodascheduler/voda/pkg/server"
 )
 
@@ -1003,10 +1004,10 @@ func testProgress(t *testing.T, e *apiEnv) {
 	defer alice.DeleteJob(ctx, "reporter")
 	// The MPIJob's launcher carries the URL and the token.
 	url, token := e.progressEnv(t, "reporter")
-	if want := e.url + "/api/v1/jobs/reporter/progress"; url != want {
+	if want := e.url + "/api/v1/jobs/reporter/progress?namespace=" + apiNS; url != want {
 		t.Fatalf("VODA_PROGRESS_URL %q, want %q", url, want)
 	}
-	post := func(tok, body string) (int, string) {
+	postTo := func(url, tok, body string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -1024,6 +1025,24 @@ func testProgress(t *testing.T, e *apiEnv) {
 			return resp.StatusCode, re.Error
 		}
 		return resp.StatusCode, string(data)
+	}
+	post := func(tok, body string) (int, string) { t.Helper(); return postTo(url, tok, body) }
+	// The namespace in the URL: the job's, else the API's; another
+	// namespace does not open the job, and a bad one is refused.
+	base, _, _ := strings.Cut(url, "?")
+	for _, c := range []struct {
+		query string
+		code  int
+		want  string
+	}{
+		{"?namespace=team-a", 401, "the token is not job reporter's"},
+		{"?namespace=Not_A_NS", 400, `namespace "Not_A_NS" is not a namespace name`},
+		{"?namespace=" + apiNS + "&namespace=team-a", 400, "is not a namespace name"},
+		{"?user=x", 400, `unknown query parameter "user"`},
+	} {
+		if code, msg := postTo(base+c.query, token, `{"epoch":1,"epochSeconds":40,"workers":4}`); code != c.code || !strings.Contains(msg, c.want) {
+			t.Errorf("POST %s: %d %s, want %d saying %q", c.query, code, msg, c.code, c.want)
+		}
 	}
 	for _, c := range []struct {
 		tok, body string
@@ -1049,13 +1068,42 @@ func testProgress(t *testing.T, e *apiEnv) {
 	if code, _ := e.call(t, "POST", "/api/v1/jobs/life/progress", "", "application/json", `{"epoch":1,"epochSeconds":1,"workers":1}`); code != 401 {
 		t.Errorf("reporting for another job without its token: %d", code)
 	}
-	for _, r := range []string{
-		`{"epoch":1,"epochSeconds":40,"workers":4}`,
-		`{"epoch":2,"stepSeconds":0.2,"steps":200,"workers":4}`,
+	// The second report uses the URL without the namespace, as pods
+	// started before it was added do.
+	for _, r := range [][2]string{
+		{`{"epoch":1,"epochSeconds":40,"workers":4}`, url},
+		{`{"epoch":2,"stepSeconds":0.2,"steps":200,"workers":4}`, base},
 	} {
-		if code, msg := post(token, r); code != 200 {
-			t.Fatalf("report %s: %d %s", r, code, msg)
+		if code, msg := postTo(r[1], token, r[0]); code != 200 {
+			t.Fatalf("report %s to %s: %d %s", r[0], r[1], code, msg)
 		}
+	}
+	// A job created with kubectl in another namespace reports there.
+	if err := e.env.CreateNamespace(ctx, "team-a"); err != nil {
+		t.Fatal(err)
+	}
+	other := &v1alpha1.TrainingJob{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "reporter"},
+		Spec: v1alpha1.TrainingJobSpec{GPUType: testGPUType, MinWorkers: 1, MaxWorkers: 1,
+			Template: v1alpha1.TrainingJobTemplate{MPIJob: &v1alpha1.MPIJobTemplate{
+				Launcher: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "l", Image: "busybox"}}}},
+				Worker:   corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "w", Image: "busybox"}}}},
+			}}}}
+	if err := e.k8s.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	var keySecret corev1.Secret
+	if err := e.k8s.Get(ctx, types.NamespacedName{Namespace: apiNS, Name: progress.KeySecret}, &keySecret); err != nil {
+		t.Fatal(err)
+	}
+	otherToken := progress.Token(keySecret.Data[progress.KeyField], "team-a", "reporter", other.UID)
+	if code, msg := postTo(base+"?namespace=team-a", otherToken, `{"epoch":1,"epochSeconds":30,"workers":1}`); code != 200 {
+		t.Errorf("report of a job in another namespace: %d %s", code, msg)
+	}
+	if code, _ := postTo(base, otherToken, `{"epoch":1,"epochSeconds":30,"workers":1}`); code != 401 {
+		t.Errorf("its token in the API's namespace: %d, want 401", code)
+	}
+	if err := e.k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(other), other); err != nil || other.Status.Progress == nil || other.Status.Progress.Reports != 1 {
+		t.Errorf("the other namespace's job: %v %+v", err, other.Status.Progress)
 	}
 	// Epoch times 40 s at 4 workers; with the default shape T1 ≈ 40/f(4);
 	// 8 epochs remain of 10.

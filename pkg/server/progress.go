@@ -53,10 +53,23 @@ func (s *Server) postProgress(w http.ResponseWriter, r *http.Request, _ User) er
 	if err != nil {
 		return err
 	}
+	// The job's namespace, as the controller writes it into the URL; the
+	// API's own when left out. The token binds the job's namespace, name
+	// and UID, so naming another namespace opens no other job.
+	ns := s.o.Namespace
+	for k, v := range r.URL.Query() {
+		switch {
+		case k != "namespace":
+			return errorf(http.StatusBadRequest, "unknown query parameter %q: the only one is namespace", k)
+		case len(v) != 1 || len(validation.IsDNS1123Label(v[0])) > 0:
+			return errorf(http.StatusBadRequest, "namespace %q is not a namespace name", strings.Join(v, ","))
+		}
+		ns = v[0]
+	}
 	var out v1alpha1.TrainingProgress
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		tj := &v1alpha1.TrainingJob{}
-		err := s.c.Get(r.Context(), types.NamespacedName{Namespace: s.o.Namespace, Name: name}, tj)
+		err := s.c.Get(r.Context(), types.NamespacedName{Namespace: ns, Name: name}, tj)
 		// A missing job and a wrong token get the same answer, so that a
 		// token does not tell which jobs exist.
 		if apierrors.IsNotFound(err) {

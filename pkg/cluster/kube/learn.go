@@ -30,7 +30,9 @@ func (c *Controller) progressEnv(tj *v1alpha1.TrainingJob) []corev1.EnvVar {
 	if c.opts.ProgressURL == "" || c.progressKey == nil {
 		return nil
 	}
-	url := strings.TrimSuffix(c.opts.ProgressURL, "/") + "/api/v1/jobs/" + tj.Name + "/progress"
+	// The namespace rides along: the API finds jobs elsewhere than its
+	// own namespace by it (kubectl users' jobs in their namespaces).
+	url := strings.TrimSuffix(c.opts.ProgressURL, "/") + "/api/v1/jobs/" + tj.Name + "/progress?namespace=" + tj.Namespace
 	return []corev1.EnvVar{
 		{Name: progress.EnvURL, Value: url},
 		{Name: progress.EnvToken, Value: progress.Token(c.progressKey, tj.Namespace, tj.Name, tj.UID)},

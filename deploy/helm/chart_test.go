@@ -207,6 +207,29 @@ func TestChartRendersWhatItPromises(t *testing.T) {
 	}
 }
 
+// Two replicas or more get a PodDisruptionBudget and prefer different
+// nodes; one gets neither, and an affinity of the values replaces the
+// chart's.
+func TestChartHighAvailability(t *testing.T) {
+	for values, want := range map[string][2]bool{
+		"":                             {true, true},
+		"replicas: 1":                  {false, false},
+		"affinity: {nodeAffinity: {}}": {true, false},
+	} {
+		out, err := helm(t, "template", "voda", chartDir(t), "-f", valuesFile(t, values))
+		if err != nil {
+			t.Fatalf("values %q: %v\n%s", values, err, out)
+		}
+		dep, err := helm(t, "template", "voda", chartDir(t), "--show-only", "templates/deployment.yaml", "-f", valuesFile(t, values))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pdb, spread := strings.Contains(out, "kind: PodDisruptionBudget"), strings.Contains(dep, "podAntiAffinity"); pdb != want[0] || spread != want[1] {
+			t.Errorf("values %q: budget %v, anti-affinity %v; want %v", values, pdb, spread, want)
+		}
+	}
+}
+
 // api.tokenAudiences reaches the controller's flags.
 func TestChartTokenAudiences(t *testing.T) {
 	for values, want := range map[string]string{"": "", "api: {tokenAudiences: [voda, voda.example.com]}": "--api-token-audiences=voda,voda.example.com"} {

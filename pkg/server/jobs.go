@@ -1,9 +1,7 @@
 package server
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -30,13 +28,9 @@ var phases = []v1alpha1.Phase{
 
 // createJob is POST /api/v1/jobs.
 func (s *Server) createJob(w http.ResponseWriter, r *http.Request, u User) error {
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return errorf(http.StatusRequestEntityTooLarge, "the body is larger than %d bytes", mbe.Limit)
-		}
-		return errorf(http.StatusBadRequest, "read the body: %v", err)
+		return err
 	}
 	tj, err := DecodeJob(body, r.Header.Get("Content-Type"), s.o.Now())
 	if err != nil {

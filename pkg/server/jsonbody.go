@@ -14,13 +14,9 @@ import (
 // key given twice, applying a value the sender may not have meant. shape
 // describes the object in the error, e.g. `{"algorithm": NAME, ...}`.
 func decodeJSONBody(r *http.Request, v any, shape string) error {
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return errorf(http.StatusRequestEntityTooLarge, "the body is larger than %d bytes", mbe.Limit)
-		}
-		return errorf(http.StatusBadRequest, "read the body: %v", err)
+		return err
 	}
 	bad := func(err error) error {
 		return errorf(http.StatusBadRequest, "the body is not %s: %v", shape, err)
@@ -73,4 +69,18 @@ func uniqueKeys(dec *json.Decoder) error {
 		_, err = dec.Token()
 	}
 	return err
+}
+
+// readBody reads a request body, which the server limits in size: a body
+// over the limit is answered 413.
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(r.Body)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, errorf(http.StatusRequestEntityTooLarge, "the body is larger than %d bytes", mbe.Limit)
+	case err != nil:
+		return nil, errorf(http.StatusBadRequest, "read the body: %v", err)
+	}
+	return body, nil
 }

@@ -28,14 +28,19 @@ help: ## Show this help.
 build: ## Build the voda binary into bin/.
 	$(GO) build -o $(BIN)/voda ./cmd/voda
 
-test: tools ## Run every test, unit and integration, with the race detector.
-	$(GO) test -race -count=1 $(PKGS)
+# Tests run under hack/leakcheck: a process a test started and did not end
+# (a browser, a control-plane component) fails the run, named, once go test
+# has exited.
+LEAKCHECK := $(GO) run ./hack/leakcheck --
+
+test: tools ## Run every test, unit and integration, with the race detector; fails if a test leaves a process running.
+	$(LEAKCHECK) $(GO) test -race -count=1 $(PKGS)
 
 test-unit: ## Run the tests that start no external processes (no binaries needed).
 	$(GO) test -short -count=1 $(PKGS)
 
-test-integration: tools ## Run the tests against a local control plane (names contain Integration).
-	$(GO) test -race -count=1 -run '$(INTEGRATION)' $(PKGS)
+test-integration: tools ## Run the tests against a local control plane (names contain Integration); fails if a test leaves a process running.
+	$(LEAKCHECK) $(GO) test -race -count=1 -run '$(INTEGRATION)' $(PKGS)
 
 tools: ## Build the local control plane (etcd, Kubernetes, kwok, the operators, helm, scheduler-plugins) from pinned modules into .cache/tools.
 	@hack/tools/build.sh

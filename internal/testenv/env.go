@@ -190,7 +190,9 @@ func (e *Env) Stop() {
 		procs := e.procs
 		e.mu.Unlock()
 		for i := len(procs) - 1; i >= 0; i-- {
-			procs[i].stop(stopGrace)
+			if err := procs[i].stop(stopGrace); err != nil {
+				e.opts.Logf("testenv: %v", err)
+			}
 		}
 		if e.lock != nil {
 			_ = e.lock.Close()

@@ -33,18 +33,27 @@ func (e *Env) Outage(ctx context.Context, name string, down time.Duration) error
 	if old == nil {
 		return fmt.Errorf("testenv: %s is not running", name)
 	}
-	old.stop(stopGrace)
+	if err := old.stop(stopGrace); err != nil {
+		return err
+	}
 	e.opts.Logf("testenv: stopped %s for %s", name, down)
 	select {
 	case <-time.After(down):
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// Restarted under the lock and only while the environment runs: a
+	// component started after Stop took its list would outlive the test.
+	e.mu.Lock()
+	if e.stopping {
+		e.mu.Unlock()
+		return fmt.Errorf("testenv: the environment stopped during the outage of %s", name)
+	}
 	p, err := restartProcess(old)
 	if err != nil {
+		e.mu.Unlock()
 		return err
 	}
-	e.mu.Lock()
 	e.procs[i] = p
 	e.mu.Unlock()
 	e.opts.Logf("testenv: restarted %s (pid %d)", name, p.cmd.Process.Pid)

@@ -28,7 +28,7 @@ type process struct {
 	env     []string      // added to the environment (kept for a restart)
 }
 
-// startProcess runs bin with args, its stdout and stderr going to
+// startProcess runs bin with args in a process group of its own, its stdout and stderr going to
 // <logDir>/<name>.log, and env added to the current environment.
 func startProcess(name, bin string, args []string, logDir string, env ...string) (*process, error) {
 	logPath := filepath.Join(logDir, name+".log")
@@ -41,7 +41,7 @@ func startProcess(name, bin string, args []string, logDir string, env ...string)
 	cmd.Stdout = f
 	cmd.Stderr = f
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = GroupSysProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -69,19 +69,22 @@ func (p *process) exited() (bool, error) {
 }
 
 // stop sends SIGTERM to the process's PID and SIGKILL after grace. It
-// returns once the process has been reaped.
-func (p *process) stop(grace time.Duration) {
-	if ok, _ := p.exited(); ok {
-		return
+// returns once the process has been reaped and nothing it started is left
+// in its process group, or says what is.
+func (p *process) stop(grace time.Duration) error {
+	if ok, _ := p.exited(); !ok {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return
-	case <-time.After(grace):
+	if err := EndGroup(p.cmd.Process.Pid, grace); err != nil {
+		return fmt.Errorf("stop %s: %w", p.name, err)
 	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
+	return nil
 }
 
 // tail returns the last n lines of the process's log.

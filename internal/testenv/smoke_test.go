@@ -170,6 +170,9 @@ func TestIntegrationStopEndsEveryProcess(t *testing.T) {
 		if dead, _ := p.exited(); !dead {
 			t.Errorf("%s still running after Stop", p.name)
 		}
+		if left := GroupMembers(p.cmd.Process.Pid); len(left) > 0 {
+			t.Errorf("%s's process group still holds %v after Stop", p.name, left)
+		}
 	}
 }
 

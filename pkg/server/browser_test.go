@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/vodascheduler/voda/internal/testenv"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -60,21 +61,44 @@ func artifactDir(t *testing.T) string {
 // its pages log.
 type browser struct {
 	ctx    context.Context
+	pgid   int // the process group the browser and its helpers run in
 	mu     sync.Mutex
 	errors []string
 }
 
 func newBrowser(t *testing.T, path string) *browser {
+	// The browser runs in a process group of its own, ended as a whole:
+	// cancelling chromedp's contexts kills only the process it started,
+	// which for Debian's chromium-headless-shell is a shell script whose
+	// child, the real browser, and its helpers would go on writing into
+	// the profile while the test removes it.
+	var cmd *exec.Cmd
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.ModifyCmdFunc(func(c *exec.Cmd) {
+			c.SysProcAttr = testenv.GroupSysProcAttr()
+			cmd = c
+		}),
 	)
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelB := chromedp.NewContext(actx)
 	ctx, cancelC := context.WithTimeout(ctx, 4*time.Minute)
-	t.Cleanup(func() { cancelC(); cancelB(); cancelA() })
+	// Registered after the profile's TempDir, so it runs before the
+	// profile is removed.
+	t.Cleanup(func() {
+		cancelC()
+		cancelB()
+		cancelA()
+		if cmd == nil || cmd.Process == nil {
+			return
+		}
+		if err := testenv.EndGroup(cmd.Process.Pid, 30*time.Second); err != nil {
+			t.Errorf("the browser outlived its test: %v", err)
+		}
+	})
 	b := &browser{ctx: ctx}
 	chromedp.ListenTarget(ctx, func(ev any) {
 		var msg string
@@ -106,6 +130,7 @@ func newBrowser(t *testing.T, path string) *browser {
 	if err := chromedp.Run(ctx, log.Enable(), runtime.Enable()); err != nil {
 		t.Fatalf("start %s: %v", path, err)
 	}
+	b.pgid = cmd.Process.Pid
 	return b
 }
 
@@ -280,5 +305,31 @@ func testDashboardBrowser(t *testing.T, e *apiEnv) {
 	t.Logf("screenshots in %s", dir)
 	if err := e.k8s.DeleteAllOf(ctx, &v1alpha1.TrainingJob{}, ctrlclient.InNamespace(apiNS)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A browser the tests start is gone, with every helper process it forked,
+// once its test has ended: left running, it writes into its profile while
+// the test removes it, and outlives the test run.
+func TestBrowserEndsWithItsTest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser; skipped with -short")
+	}
+	path := browserPath(t)
+	var pgid int
+	t.Run("browse", func(t *testing.T) {
+		b := newBrowser(t, path)
+		pgid = b.pgid
+		var title string
+		b.run(t, "open a page", chromedp.Navigate("data:text/html,<title>voda</title><p>hello"), chromedp.Title(&title))
+		if title != "voda" {
+			t.Fatalf("title: got %q, want %q", title, "voda")
+		}
+		if n := len(testenv.GroupMembers(pgid)); n < 2 {
+			t.Fatalf("the browser's process group %d holds %d processes while it runs, want the browser and its helpers", pgid, n)
+		}
+	})
+	if left := testenv.GroupMembers(pgid); len(left) > 0 {
+		t.Errorf("after the test, the browser's process group %d still holds: %s", pgid, strings.Join(left, "; "))
 	}
 }

@@ -117,7 +117,7 @@ func describeJob(w io.Writer, tj *v1alpha1.TrainingJob, events []rest.Event, at 
 	line("First started", when(st.FirstStartTime, nil, at))
 	line("Last started", when(st.LastStartTime, nil, at))
 	line("Finished", when(st.FinishTime, nil, at))
-	waiting, running, gpu := jobTimes(tj, at)
+	waiting, running, gpu := tj.TimesAt(at)
 	line("Waiting", waiting.Round(time.Second).String())
 	line("Running", running.Round(time.Second).String())
 	line("GPU time", gpu.Round(time.Second).String())

@@ -290,33 +290,9 @@ func printStructured(w io.Writer, v any, format string) error {
 	return err
 }
 
-// jobTimes are a job's waiting, running and GPU time now: its status
-// counters, brought forward from when they were written.
-func jobTimes(tj *v1alpha1.TrainingJob, at time.Time) (waiting, running, gpu time.Duration) {
-	st := tj.Status
-	waiting = time.Duration(st.WaitingMillis) * time.Millisecond
-	running = time.Duration(st.RunningMillis) * time.Millisecond
-	gpu = time.Duration(st.GPUMillis) * time.Millisecond
-	since := tj.CreationTimestamp.Time
-	if st.AccountedTime != nil {
-		since = st.AccountedTime.Time
-	}
-	if since.IsZero() || !at.After(since) {
-		return waiting, running, gpu
-	}
-	switch d := at.Sub(since); st.Phase {
-	case v1alpha1.PhaseRunning, v1alpha1.PhaseStarting:
-		running += d
-		gpu += time.Duration(st.Workers) * time.Duration(max(st.GPUsPerWorker, 1)) * d
-	case v1alpha1.PhaseWaiting, v1alpha1.PhaseSubmitted, "":
-		waiting += d
-	}
-	return waiting, running, gpu
-}
-
 // jobRow is one line of the jobs table.
 func jobRow(tj *v1alpha1.TrainingJob, wide bool, at time.Time) string {
-	w, r, _ := jobTimes(tj, at)
+	w, r, _ := tj.TimesAt(at)
 	phase := tj.Status.Phase
 	if phase == "" {
 		phase = v1alpha1.PhaseSubmitted

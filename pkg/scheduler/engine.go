@@ -205,24 +205,42 @@ func (e *Engine) Nodes() []api.Node {
 	return out
 }
 
-// Job returns a copy of one job's record.
+// Job returns a copy of one job's record, its counters accounted up to the
+// clock (see Jobs).
 func (e *Engine) Job(id api.JobID) (Job, bool) {
 	j, ok := e.jobs[id]
 	if !ok {
 		return Job{}, false
 	}
-	return j.clone(), true
+	return e.record(j, e.clock.Now()), true
 }
 
-// Jobs returns copies of every job's record, sorted by ID, accounting
-// brought up to the engine's last step.
+// Jobs returns copies of every job's record, sorted by ID, their counters
+// accounted up to the clock. The engine itself accounts time only when an
+// event or a round arrives; a reader between two of them (a status write,
+// a page, a metric) gets each copy brought forward to now at the rates the
+// counters grow, so what it shows is live, and the engine's own state, and
+// so its decisions, do not depend on when it was read.
 func (e *Engine) Jobs() []Job {
+	now := e.clock.Now()
 	out := make([]Job, 0, len(e.jobs))
 	for _, j := range e.jobs {
-		out = append(out, j.clone())
+		out = append(out, e.record(j, now))
 	}
 	slices.SortFunc(out, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
 	return out
+}
+
+// record is a copy of j with its counters brought from the last
+// accounting up to now.
+func (e *Engine) record(j *Job, now time.Time) Job {
+	c := j.clone()
+	c.Accounted = e.now
+	if now.After(e.now) {
+		c.advance(now.Sub(e.now).Seconds())
+		c.Accounted = now
+	}
+	return c
 }
 
 // Step applies one event. An invalid event (unknown job, duplicate

@@ -52,6 +52,10 @@ type Job struct {
 	// Message says, in words, why the job is where it is.
 	Message string
 
+	// Accounted is the instant the counters above hold for, in the copies
+	// Engine.Job and Engine.Jobs return; the engine ignores it otherwise.
+	Accounted time.Time
+
 	// reason, when set, stands in for Message until someone reads it.
 	reason    algorithm.Reason
 	hasReason bool

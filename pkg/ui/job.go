@@ -102,6 +102,9 @@ type JobView struct {
 	// Remaining is the estimated remaining time at its current size, in
 	// words; empty when unknown.
 	Remaining string
+	// Waited and Ran are the job's time without and with GPUs, at the
+	// moment the page was built.
+	Waited, Ran time.Duration
 	// Runtime is "MPIJob" or "PyTorchJob".
 	Runtime string
 	// Spec is the job's spec as YAML.
@@ -114,6 +117,7 @@ func Job(s State, tj *v1alpha1.TrainingJob, events []JobEvent, spec string) JobV
 	if tj.Spec.Template.PyTorchJob != nil {
 		v.Runtime = "PyTorchJob"
 	}
+	v.Waited, v.Ran, _ = tj.TimesAt(s.Now)
 	if r := tj.Status.RemainingSeconds; r != nil && !v.Phase.Final() {
 		// At one worker; at its size, as the jobs' curves go, at best.
 		rem := time.Duration(*r) * time.Second

@@ -242,7 +242,7 @@ func Queue(s State, f QueueFilter) QueueView {
 		pos := 0
 		for _, i := range algorithm.ServiceOrder(p, &snap) {
 			tj := jobs[i]
-			e := QueueEntry{Job: tj, Phase: phaseOf(tj), GPUType: t, Waited: waited(tj, s.Now)}
+			e := QueueEntry{Job: tj, Phase: phaseOf(tj), GPUType: t, Waited: waitedAt(tj, s.Now)}
 			k := max(int(tj.Spec.GPUsPerWorker), 1)
 			switch e.Phase {
 			case v1alpha1.PhaseWaiting, v1alpha1.PhaseSubmitted:
@@ -370,21 +370,10 @@ func submitted(tj *v1alpha1.TrainingJob) time.Time {
 	return tj.CreationTimestamp.Time
 }
 
-// waited is the job's total time without GPUs, counted up to now since
-// the status was last written.
-func waited(tj *v1alpha1.TrainingJob, now time.Time) time.Duration {
-	d := time.Duration(tj.Status.WaitingMillis) * time.Millisecond
-	p := phaseOf(tj)
-	if p == v1alpha1.PhaseWaiting || p == v1alpha1.PhaseSubmitted {
-		from := submitted(tj)
-		if tj.Status.AccountedTime != nil {
-			from = tj.Status.AccountedTime.Time
-		}
-		if now.After(from) {
-			d += now.Sub(from)
-		}
-	}
-	return d
+// waitedAt is the job's total time without GPUs at now.
+func waitedAt(tj *v1alpha1.TrainingJob, now time.Time) time.Duration {
+	w, _, _ := tj.TimesAt(now)
+	return w
 }
 
 func phaseOf(tj *v1alpha1.TrainingJob) v1alpha1.Phase {

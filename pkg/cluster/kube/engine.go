@@ -169,7 +169,7 @@ func (e *engine) persistAll(ctx context.Context, en *scheduler.Engine) {
 // sync period, or nothing at all.
 func (e *engine) persist(ctx context.Context, j scheduler.Job, force bool) error {
 	now := time.Now()
-	s := statusOf(j, now)
+	s := statusOf(j)
 	e.c.showWorkers(j.ID, j.Spec.K(), &s)
 	if s.Phase == v1alpha1.PhaseWaiting && e.eng.GPUs() == 0 {
 		s.Message = fmt.Sprintf("no schedulable nodes of GPU type %s: label GPU nodes with %s=%s",

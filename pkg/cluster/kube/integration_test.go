@@ -36,6 +36,7 @@ func TestIntegrationController(t *testing.T) {
 	t.Run("InvalidJobsRejected", func(t *testing.T) { testInvalidJobs(t, k) })
 	t.Run("NodeLoss", func(t *testing.T) { testNodeLoss(t, k) })
 	t.Run("TiresiasPreemption", func(t *testing.T) { testTiresias(t, k) })
+	t.Run("LiveCountersAndTimedDemotion", func(t *testing.T) { testLiveCounters(t, k) })
 	// Late enough for the garbage collector to know the MPIJob kind, which
 	// deletes a deleted job's pods.
 	t.Run("ElasticFIFO", func(t *testing.T) { testElasticFIFO(t, k) })
@@ -339,6 +340,62 @@ func testTiresias(t *testing.T, k *cluster) {
 	k.waitPhase(t, ns, "j2", "Completed")
 	k.waitSettled(t, ns, "j1", 2)
 	k.expectEvents(t, ns, "j1", map[string]int{"Started:": 1, "Preempted:": 1, "Resumed:": 1})
+}
+
+// Between events the status is live: a job that waits while nothing
+// happens has its waiting time grow with every status write, in step with
+// its accounting time, and a Tiresias demotion that falls due while
+// nothing happens preempts the demoted job for the waiting one on time,
+// with no other event to wake the scheduler.
+func testLiveCounters(t *testing.T, k *cluster) {
+	const ns, gpu = "live", "live-gpu"
+	k.scenario(t, ns, gpu, 1, 2)
+	o := controllerOpts(t, gpu)
+	o.Policy = "Tiresias"
+	o.Algorithm = algorithm.DefaultConfig()
+	// 2 GPUs reach 40 GPU-seconds in 20 s.
+	o.Algorithm.Tiresias.Thresholds = []float64{40}
+	o.Algorithm.Tiresias.PromoteKnob = 0
+	k.startController(t, o)
+	k.create(t, newJob(ns, "first", gpu, 2, 2))
+	running := k.waitSettled(t, ns, "first", 2)
+	k.create(t, newJob(ns, "second", gpu, 2, 2))
+	// While second waits, each status write says how long it has waited:
+	// its waiting time is its accounting time less its submission (both
+	// written to the second, as metav1.Time is).
+	var seen []int64
+	err := testenv.PollUntil(context.Background(), 60*time.Second, "second's waiting time seen growing three times", func(ctx context.Context) (bool, error) {
+		tj := k.job(t, ns, "second")
+		st := tj.Status
+		if st.Phase != v1alpha1.PhaseWaiting || st.AccountedTime == nil || st.SubmitTime == nil {
+			return false, nil
+		}
+		if d := st.AccountedTime.Sub(st.SubmitTime.Time).Milliseconds() - st.WaitingMillis; d < -1100 || d > 1100 {
+			return false, fmt.Errorf("second waited %d ms by its status, but was submitted %s before its accounting time %s",
+				st.WaitingMillis, st.AccountedTime.Sub(st.SubmitTime.Time), st.AccountedTime.Format(time.RFC3339Nano))
+		}
+		if len(seen) == 0 || st.WaitingMillis > seen[len(seen)-1] {
+			seen = append(seen, st.WaitingMillis)
+		}
+		return len(seen) >= 3 && seen[len(seen)-1] >= 2000, nil
+	})
+	if err != nil {
+		t.Fatalf("%v (waiting times seen: %v)", err, seen)
+	}
+	// Nothing else happens: the demotion alone hands the GPUs over.
+	k.waitSettled(t, ns, "second", 2)
+	first := k.job(t, ns, "first")
+	if first.Status.Phase != v1alpha1.PhaseWaiting || first.Status.Queue != 1 || first.Status.Preemptions != 1 {
+		t.Fatalf("first is %s in queue %d after %d preemptions, want Waiting in queue 1 after 1: %s",
+			first.Status.Phase, first.Status.Queue, first.Status.Preemptions, first.Status.Message)
+	}
+	if ran := first.Status.GPUMillis; ran < 40_000 || ran > 40_000+2*15_000 {
+		t.Errorf("first held %d GPU-ms when demoted, want its 40 000 threshold and at most the start of second beyond it", ran)
+	}
+	if running.Status.LastStartTime == nil {
+		t.Fatal("first has no start time")
+	}
+	k.expectEvents(t, ns, "first", map[string]int{"Started:": 1, "Preempted:": 1})
 }
 
 // (e) a controller killed mid-run and started again rebuilds its state from

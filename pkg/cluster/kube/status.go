@@ -45,8 +45,9 @@ func specOf(tj *v1alpha1.TrainingJob, acc v1alpha1.Accelerators) api.JobSpec {
 }
 
 // statusOf turns the engine's record of a job into the TrainingJob status,
-// counters as of now.
-func statusOf(j scheduler.Job, now time.Time) v1alpha1.TrainingJobStatus {
+// its counters as of the instant the engine accounted them to (the engine
+// brings every copy it hands out up to its clock).
+func statusOf(j scheduler.Job) v1alpha1.TrainingJobStatus {
 	s := v1alpha1.TrainingJobStatus{
 		Phase:                 v1alpha1.Phase(j.Phase),
 		GPUType:               string(j.Spec.GPUType),
@@ -63,7 +64,7 @@ func statusOf(j scheduler.Job, now time.Time) v1alpha1.TrainingJobStatus {
 		SinceStartGPUMillis:   millis(j.SinceStartGPUSeconds),
 		LastRunMillis:         millis(j.LastRunSeconds),
 		WaitingSinceRunMillis: millis(j.WaitingSinceRunSeconds),
-		AccountedTime:         timeOf(now),
+		AccountedTime:         timeOf(j.Accounted),
 		Waiting:               words(j.WaitingSeconds),
 		Running:               words(j.RunningSeconds),
 		Rescales:              int32(j.Rescales),
@@ -132,6 +133,7 @@ func recordOf(tj *v1alpha1.TrainingJob, now time.Time, acc v1alpha1.Accelerators
 			j.WaitingSinceRunSeconds += gap
 		}
 	}
+	j.Accounted = now
 	return j
 }
 

@@ -44,10 +44,10 @@ func TestStatusRoundTrip(t *testing.T) {
 		Submitted: t0, FirstStarted: t0.Add(time.Minute), LastStarted: t0.Add(2 * time.Minute),
 		WaitingSeconds: 60, RunningSeconds: 120.5, GPUSeconds: 241, SinceStartGPUSeconds: 100,
 		LastRunSeconds: 30, WaitingSinceRunSeconds: 5, Rescales: 2, Restarts: 1, Preemptions: 1,
-		Remaining: 900, Message: "running",
+		Remaining: 900, Message: "running", Accounted: t0.Add(3 * time.Minute),
 	}
 	tj := testJob()
-	tj.Status = statusOf(rec, t0.Add(3*time.Minute))
+	tj.Status = statusOf(rec)
 	if tj.Status.Running != "2m1s" || tj.Status.Waiting != "1m0s" {
 		t.Errorf("words: running %q waiting %q", tj.Status.Running, tj.Status.Waiting)
 	}
@@ -56,6 +56,7 @@ func TestStatusRoundTrip(t *testing.T) {
 	want.RunningSeconds += 10
 	want.GPUSeconds += 20
 	want.SinceStartGPUSeconds += 20
+	want.Accounted = t0.Add(3*time.Minute + 10*time.Second)
 	if d := cmp.Diff(want, back, cmp.AllowUnexported(scheduler.Job{})); d != "" {
 		t.Errorf("round trip (-want +got):\n%s", d)
 	}
@@ -352,7 +353,7 @@ func TestStatusSaysStartingUntilEveryWorkerRuns(t *testing.T) {
 	rec := scheduler.Job{ID: "ns/bert", Spec: api.JobSpec{MinWorkers: 1, MaxWorkers: 4, GPUsPerWorker: 2},
 		Phase: api.PhaseRunning, Workers: 2, Nodes: []api.NodeName{"n1", "n2"}, Message: "running: 4 GPUs (2 workers of 2)"}
 	show := func() v1alpha1.TrainingJobStatus {
-		s := statusOf(rec, t0)
+		s := statusOf(rec)
 		c.showWorkers(rec.ID, rec.Spec.K(), &s)
 		return s
 	}

@@ -60,6 +60,20 @@ import (
 //     × (hold − cost) > cost × S(cur); a job that fails keeps its size and
 //     the greedy runs again without it. A running job with less than three
 //     RestartCosts of work left keeps what it has.
+//   - Jobs the greedy blocks. The greedy gives GPUs by value per GPU, so a
+//     job whose minimum is large (a rigid job, or one of several-GPU
+//     workers) can find its room taken by smaller jobs worth more per GPU
+//     but far less in all, and the GPUs it leaves sit idle: an 8-GPU job
+//     preempted so that a 1-GPU job runs on one of 8 GPUs. For the few
+//     jobs left without GPUs that could be worth it (hesrpt_unblock.go),
+//     the greedy runs again with the job's minimum granted first, and the
+//     better allocation by the policy's own objective is kept: the
+//     weighted throughput the greedy maximises, a running job's current
+//     size counting (1+Hysteresis) times, less, for every running job it
+//     preempts, the RestartCost seconds of its work spread over the time
+//     it is expected to keep running (its remaining time, capped at
+//     Horizon), so a job is preempted only when the gain over that time
+//     pays for its restart, as for resizes.
 //   - No starvation. A job's weight is multiplied by 1 + waited/Aging, with
 //     waited the seconds since submission not spent running, so a job that
 //     waits is, after a finite time, ahead of any job with at least a second
@@ -136,26 +150,8 @@ func (p HeSRPT) allocate(s Snapshot, leading bool) (Result, error) {
 		return Result{}, err
 	}
 	cfg := p.Config.sane()
-	hs := hsState{st: make([]hsJob, len(s.Jobs)), node: uniformNode(s.NodeGPUs)}
-	vertices := 0
-	for i := range s.Jobs {
-		vertices += max(s.Jobs[i].Max-s.Jobs[i].Min, 0) + 2
-	}
-	hs.hulls = make([]hullVertex, 0, vertices)
+	hs := newHSState(&s, cfg)
 	st := hs.st
-	unknown, kmin := unknownWork(s.Jobs), smallestWorker(s.Jobs)
-	for i := range s.Jobs {
-		j := &s.Jobs[i]
-		a := &st[i]
-		a.j, a.cap, a.k, a.workers = j, j.Max, int32(j.k()), j.Workers
-		w, perGPU := cfg.weight(j, s.Now, unknown, kmin)
-		a.w = w * perGPU
-		if j.Workers > 0 && j.remaining() < cfg.finishing()*j.S(j.Workers) {
-			a.floor = j.Workers
-		}
-		hs.hull(a)
-		a.top = hs.hulls[a.hi-1].x
-	}
 	// Jobs that keep their size take it first, by ID.
 	var floors []int
 	for i := range st {
@@ -167,34 +163,69 @@ func (p HeSRPT) allocate(s Snapshot, leading bool) (Result, error) {
 	var c capacity
 	h := hsHeap{q: make([]hsItem, 0, len(st)), st: st}
 	segs := make([]hsSeg, 0, len(hs.hulls)) // at most one segment a vertex
-	for round := 0; ; round++ {
-		c = newCapacity(&s)
-		for i := range st {
-			st[i].n, st[i].next, st[i].last = 0, 1, math.Inf(1)
-		}
-		for _, i := range floors {
-			a := &st[i]
-			if c.fits(int(a.k), a.floor) {
-				a.n = a.floor
-				c.take(int(a.k), a.n)
-				a.next = -1 // kept: not in the greedy
+	pass := func(forced []forcedSize) capacity {
+		for round := 0; ; round++ {
+			c = newCapacity(&s)
+			for i := range st {
+				st[i].n, st[i].next, st[i].last = 0, 1, math.Inf(1)
+			}
+			for _, i := range floors {
+				a := &st[i]
+				if c.fits(int(a.k), a.floor) {
+					a.n = a.floor
+					c.take(int(a.k), a.n)
+					a.next = -1 // kept: not in the greedy
+				}
+			}
+			for _, f := range forced {
+				hs.force(&st[f.job], f.n, &c)
+			}
+			// A forced size may leave a job inside a segment, which only
+			// the heap serves.
+			hs.fill(&c, cfg.Hysteresis, &h, &segs, leading && len(forced) == 0)
+			if !hs.breakEven(cfg) || round == 3 {
+				break
 			}
 		}
-		hs.fill(&c, cfg.Hysteresis, &h, &segs, leading)
-		if !hs.breakEven(cfg) || round == 3 {
-			break
+		for i := range st {
+			if a := &st[i]; a.n > a.cap {
+				a.held, a.n = a.n, a.cap // a growth the last round found not worth it
+			}
 		}
+		return c
 	}
+	c = hs.unblock(&s, cfg, pass(nil), pass)
 	r := newResult(len(s.Jobs))
 	for i := range st {
 		a := &st[i]
-		if a.n > a.cap {
-			a.held, a.n = a.n, a.cap // a growth the last round found not worth it
-		}
 		r.Allocation[a.j.ID] = a.n
 		r.Reasons[a.j.ID] = a.reason(&c, cfg.finishing())
 	}
 	return checked(&s, r)
+}
+
+// newHSState weighs the snapshot's jobs and builds their hulls.
+func newHSState(s *Snapshot, cfg HeSRPTConfig) hsState {
+	hs := hsState{st: make([]hsJob, len(s.Jobs)), node: uniformNode(s.NodeGPUs)}
+	vertices := 0
+	for i := range s.Jobs {
+		vertices += max(s.Jobs[i].Max-s.Jobs[i].Min, 0) + 2
+	}
+	hs.hulls = make([]hullVertex, 0, vertices)
+	unknown, kmin := unknownWork(s.Jobs), smallestWorker(s.Jobs)
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		a := &hs.st[i]
+		a.j, a.cap, a.k, a.workers = j, j.Max, int32(j.k()), j.Workers
+		w, perGPU := cfg.weight(j, s.Now, unknown, kmin)
+		a.w = w * perGPU
+		if j.Workers > 0 && j.remaining() < cfg.finishing()*j.S(j.Workers) {
+			a.floor = j.Workers
+		}
+		hs.hull(a)
+		a.top = hs.hulls[a.hi-1].x
+	}
+	return hs
 }
 
 // sane returns the defaults for the zero value and replaces parameters

@@ -91,6 +91,7 @@ func (hs *hsState) segments(segs []hsSeg, hysteresis float64) []hsSeg {
 			continue
 		}
 		k := int(a.k)
+		next, last := a.next, a.last
 		for a.lo+a.next < a.hi {
 			val := hs.value(a, hysteresis)
 			u, v := hs.hulls[a.lo+a.next-1], hs.hulls[a.lo+a.next]
@@ -98,7 +99,7 @@ func (hs *hsState) segments(segs []hsSeg, hysteresis float64) []hsSeg {
 			a.last = val
 			a.next++
 		}
-		a.next, a.last = 1, math.Inf(1)
+		a.next, a.last = next, last
 	}
 	return segs
 }

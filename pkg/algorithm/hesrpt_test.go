@@ -108,6 +108,34 @@ func TestHeSRPT(t *testing.T) {
 				"b": "running: 3 GPUs",
 			},
 		},
+		// The greedy alone gives the first GPU to the 1-GPU job (worth 1
+		// per GPU against the 8-GPU job's 4.71/8 × 1.2 = 0.71), after
+		// which the 8-GPU job no longer fits and 7 GPUs sit idle.
+		"a running rigid job is not preempted for a small one that would idle its GPUs": {
+			snap: Snapshot(8,
+				MakeJob("hog").Workers(8, 8).Running(8).Amdahl(0.1),
+				MakeJob("late").Workers(1, 1).Amdahl(0.1)),
+			want:        api.Allocation{"hog": 8, "late": 0},
+			wantReasons: map[api.JobID]string{"late": "waiting: 1 GPUs needed, 0 free"},
+		},
+		"a waiting rigid job is not blocked by a small one worth less in all": {
+			snap: Snapshot(8,
+				MakeJob("big").Workers(8, 8).Amdahl(0.1),
+				MakeJob("small").Workers(1, 1).Amdahl(0.1)),
+			want: api.Allocation{"big": 8, "small": 0},
+		},
+		// 1000^0.3 ≈ 7.9 times the weight each: seven short jobs (7 × 7.9)
+		// are worth more than the long 8-GPU job at 4.71.
+		"smaller jobs worth more in all keep their GPUs, the rest idle": {
+			snap: Snapshot(8,
+				MakeJob("big").Workers(8, 8).Remaining(1000*h1).Amdahl(0.1),
+				MakeJob("s1").Workers(1, 1).Remaining(h1), MakeJob("s2").Workers(1, 1).Remaining(h1),
+				MakeJob("s3").Workers(1, 1).Remaining(h1), MakeJob("s4").Workers(1, 1).Remaining(h1),
+				MakeJob("s5").Workers(1, 1).Remaining(h1), MakeJob("s6").Workers(1, 1).Remaining(h1),
+				MakeJob("s7").Workers(1, 1).Remaining(h1)),
+			want:        api.Allocation{"big": 0, "s1": 1, "s2": 1, "s3": 1, "s4": 1, "s5": 1, "s6": 1, "s7": 1},
+			wantReasons: map[api.JobID]string{"big": "waiting: 8 GPUs needed, 1 free"},
+		},
 		"a job whose minimum does not fit waits with the reason": {
 			snap: Snapshot(4,
 				MakeJob("a").Workers(2, 4).Running(4).Remaining(h1),
@@ -138,12 +166,18 @@ func TestHeSRPTAWaitingJobIsServedEventually(t *testing.T) {
 	}
 	// 1000^0.3 ≈ 7.94 times lighter, and the short one's current size
 	// counts 1.2 times (9.53): with Aging = 1 day the long job weighs
-	// more after about 8.5 days of waiting.
-	if got := at(8 * 24 * time.Hour); got != 0 {
-		t.Errorf("after 8 days the long job got %d workers; the short one should still weigh more", got)
-	}
-	if got := at(9 * 24 * time.Hour); got != 4 {
-		t.Errorf("after 9 days of waiting the long job got %d workers, want 4", got)
+	// more after about 8.5 days of waiting. Preempting the short one
+	// must also pay for its restart: 60 s of its work over the 900 s it
+	// has left at 4 workers, 1/15 of its throughput, so the long job
+	// needs a weight 1.267 times the short one's, 10.06 times its own
+	// at arrival: after 9.06 days.
+	for _, c := range []struct {
+		days float64
+		want int
+	}{{8, 0}, {9, 0}, {9.1, 4}, {10, 4}} {
+		if got := at(time.Duration(c.days * 24 * float64(time.Hour))); got != c.want {
+			t.Errorf("after %v days of waiting the long job got %d workers, want %d", c.days, got, c.want)
+		}
 	}
 }
 

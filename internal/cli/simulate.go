@@ -25,6 +25,7 @@ type simulateFlags struct {
 	restartDelay, rateLimit, interval      time.Duration
 	load                                   float64
 	seed                                   uint64
+	rigidShare                             float64
 	output, perJob, plot, html             string
 	policyParams                           []string
 }
@@ -68,6 +69,7 @@ between types when that pays.
 Every number printed is deterministic for the same inputs except sim_wall_s.`,
 		Example: `  voda simulate
   voda simulate --policy ElasticFIFO,AFS-L --jobs 400 --load 1.5
+  voda simulate --rigid-share 0.5 --load 1.5
   voda simulate --workload ../shared/traces/pollux-adaptdl/workloads \
       --profiles ../shared/traces/pollux-adaptdl/profiles --baseline pollux-artifact --policy Tiresias
   voda simulate --output json --per-job jobs.csv --plot plots/
@@ -102,6 +104,7 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
 	fl.IntVar(&f.jobs, "jobs", 160, "jobs in the synthetic workload")
 	fl.Float64Var(&f.load, "load", 1.0, "synthetic arrival rate relative to 20 jobs/hour")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the synthetic workload")
+	fl.Float64Var(&f.rigidShare, "rigid-share", 0, "share of the synthetic workload's jobs, 0 to 1, that are rigid: they run only at their GPUs (minimum = maximum), under every policy, as Philly's jobs did")
 	fl.StringArrayVar(&f.policyParams, "policy-param", nil, "NAME=VALUE: a policy parameter, as 'voda controller --policy-param' takes it (e.g. hesrpt.exponent=0.2); repeat for several; 'voda policies' lists them")
 	fl.StringVar(&f.information, "information", "oracle", "what policies know of speedup and remaining time: oracle (true values) or estimated (the estimator's, from the step times jobs report)")
 	fl.StringVar(&f.output, "output", "table", "output format: table, json or csv")
@@ -244,13 +247,13 @@ func prepareSimulation(cmd *cobra.Command, f *simulateFlags) (*simulation, error
 		s.cfgs = append(s.cfgs, cfg)
 	}
 	if f.workload != "" {
-		if changed("jobs") || changed("load") || changed("seed") {
-			return nil, errors.New("--jobs, --load and --seed shape the synthetic workload; they do not apply with --workload")
+		if changed("jobs") || changed("load") || changed("seed") || changed("rigid-share") {
+			return nil, errors.New("--jobs, --load, --seed and --rigid-share shape the synthetic workload; they do not apply with --workload")
 		}
 		s.workloads, err = simulator.ReadWorkloads(f.workload, s.catalog)
 		return s, err
 	}
-	w, err := simulator.Generate(simulator.GenConfig{Jobs: f.jobs, Load: f.load, Seed: f.seed,
+	w, err := simulator.Generate(simulator.GenConfig{Jobs: f.jobs, Load: f.load, Seed: f.seed, RigidShare: f.rigidShare,
 		GPUsPerNode: f.gpusPerNode, MaxGPUs: f.nodes * f.gpusPerNode}, s.catalog, simulator.Batches(cat))
 	if err != nil {
 		return nil, fmt.Errorf("invalid flags: %w", err)

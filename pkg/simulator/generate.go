@@ -19,6 +19,10 @@ type GenConfig struct {
 	Seed        uint64
 	GPUsPerNode int
 	MaxGPUs     int // the cluster's GPUs; no job asks for more
+	// RigidShare is the probability that a job is rigid (runs only at
+	// its GPUs), drawn for each job from a stream of its own, so that 0
+	// gives the workload it always did.
+	RigidShare float64
 }
 
 // Validate reports bad settings.
@@ -29,6 +33,9 @@ func (g GenConfig) Validate() error {
 	}
 	if !(g.Load > 0) || g.Load > 1000 {
 		errs = append(errs, fmt.Errorf("load is %v, want more than 0 and at most 1000", g.Load))
+	}
+	if !(g.RigidShare >= 0 && g.RigidShare <= 1) {
+		errs = append(errs, fmt.Errorf("rigid share is %v, want 0 to 1", g.RigidShare))
 	}
 	if g.GPUsPerNode < 1 || g.MaxGPUs < 1 {
 		errs = append(errs, errors.New("the cluster must have GPUs"))
@@ -49,7 +56,9 @@ var phillyBuckets = [4]float64{0.7680, 0.1679, 0.0435, 0.0207}
 // model (under 1 h: cifar10 or ncf; 1–10 h: deepspeech2 or bert; 10–100 h:
 // yolov3; over 100 h: imagenet); then a (GPUs, batch) configuration whose
 // scaling efficiency is between 50% and 80% is drawn at random. ncf always
-// runs on one GPU at its largest batch. Models missing from the catalog are
+// runs on one GPU at its largest batch. A share of the jobs, RigidShare,
+// is rigid at that configuration's GPUs, as every job of Philly's trace
+// ran at a fixed size. Models missing from the catalog are
 // skipped over to the next bucket's model.
 func Generate(cfg GenConfig, cat Catalog, batches func(model string) []int) (Workload, error) {
 	if err := cfg.Validate(); err != nil {
@@ -57,6 +66,10 @@ func Generate(cfg GenConfig, cat Catalog, batches func(model string) []int) (Wor
 	}
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x766f6461))
 	w := Workload{Name: fmt.Sprintf("synthetic-%d-jobs-load-%g-seed-%d", cfg.Jobs, cfg.Load, cfg.Seed)}
+	rigid := rand.New(rand.NewPCG(cfg.Seed, 0x7269676964))
+	if cfg.RigidShare > 0 {
+		w.Name += fmt.Sprintf("-rigid-%g", cfg.RigidShare)
+	}
 	rate := BaseRate * cfg.Load / 3600 // per second
 	t := 0.0
 	for i := range cfg.Jobs {
@@ -70,6 +83,7 @@ func Generate(cfg GenConfig, cat Catalog, batches func(model string) []int) (Wor
 		w.Jobs = append(w.Jobs, Job{
 			Name: fmt.Sprintf("%s-%d", name, i), Submit: time.Duration(math.Round(t)) * time.Second,
 			Model: name, GPUs: gpus, Batch: batch,
+			Rigid: cfg.RigidShare > 0 && rigid.Float64() < cfg.RigidShare,
 		})
 	}
 	sortJobs(w.Jobs)

@@ -321,10 +321,13 @@ func (r *run) prepare(j Job, cat Catalog, total int) (*jobInfo, error) {
 	}
 	hi := max(min(min(m.MaxWorkers(j.Batch), total)/k, room), 1, req)
 	ji.spec = api.JobSpec{MinWorkers: 1, MaxWorkers: hi, RequestedWorkers: req}
+	if j.Rigid {
+		ji.spec.MinWorkers, ji.spec.MaxWorkers = req, req
+	}
 	if k > 1 {
 		ji.spec.GPUsPerWorker = k
 	}
-	if m.MaxWorkers(j.Batch) <= k && req == 1 {
+	if m.MaxWorkers(j.Batch) <= k && req == 1 && !j.Rigid {
 		ji.spec.MaxWorkers = 1
 	}
 	curve := make([]float64, hi+1)

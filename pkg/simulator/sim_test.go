@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/model"
 )
 
 // fakeModel scales perfectly inside a node and loses a fifth of its speed
@@ -389,5 +390,64 @@ func TestOracleInformationSeeksTheFasterLayout(t *testing.T) {
 		if got := res.Jobs[0].JCT; math.Abs(got-want) > 1e-6 {
 			t.Errorf("%s information: JCT %v, want %v", info, got, want)
 		}
+	}
+}
+
+// A rigid job runs at its GPUs only, under every policy: its range is its
+// size and it is never rescaled.
+func TestRigidJobsKeepTheirSize(t *testing.T) {
+	w := mixedWorkload(30)
+	for i := range w.Jobs {
+		w.Jobs[i].Rigid = i%2 == 0
+	}
+	for _, p := range algorithm.Names() {
+		res := runTwice(t, config(p), w)
+		for i, j := range res.Jobs {
+			var src Job
+			for _, s := range w.Jobs {
+				if s.Name == j.Name {
+					src = s
+				}
+			}
+			if !src.Rigid {
+				continue
+			}
+			if j.Min != j.GPUs || j.Max != j.GPUs || j.Rescales != 0 {
+				t.Errorf("%s: rigid job %d (%s) of %d GPUs ran in [%d, %d] with %d rescales", p, i, j.Name, j.GPUs, j.Min, j.Max, j.Rescales)
+			}
+		}
+	}
+}
+
+// The synthetic workload with no rigid share is the one it always was;
+// with a share, that share of its jobs is rigid and nothing else changes.
+func TestGenerateRigidShare(t *testing.T) {
+	builtin := model.Builtin()
+	gen := func(share float64) Workload {
+		w, err := Generate(GenConfig{Jobs: 400, Load: 1, Seed: 3, GPUsPerNode: 4, MaxGPUs: 64, RigidShare: share}, ModelCatalog(builtin), Batches(builtin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	none, half := gen(0), gen(0.5)
+	rigid := 0
+	for i := range none.Jobs {
+		if none.Jobs[i].Rigid {
+			t.Fatalf("share 0: job %s is rigid", none.Jobs[i].Name)
+		}
+		if half.Jobs[i].Rigid {
+			rigid++
+		}
+		half.Jobs[i].Rigid = false
+	}
+	if d := cmp.Diff(none.Jobs, half.Jobs); d != "" {
+		t.Errorf("a rigid share changed more than rigidity (-share 0, +share 0.5):\n%s", d)
+	}
+	if rigid < 160 || rigid > 240 {
+		t.Errorf("share 0.5: %d of 400 jobs rigid, want about 200", rigid)
+	}
+	if _, err := Generate(GenConfig{Jobs: 1, Load: 1, GPUsPerNode: 4, MaxGPUs: 4, RigidShare: 1.5}, ModelCatalog(builtin), Batches(builtin)); err == nil || !strings.Contains(err.Error(), "rigid share") {
+		t.Errorf("share 1.5: got %v, want an error naming the rigid share", err)
 	}
 }

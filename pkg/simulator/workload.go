@@ -44,6 +44,9 @@ type Job struct {
 	// GPUsPerWorker is the GPUs each worker holds (the optional
 	// gpus_per_worker column); 0 takes Config.GPUsPerWorker.
 	GPUsPerWorker int
+	// Rigid jobs run at GPUs only, under every policy: their minimum and
+	// maximum are their size (the synthetic workload's RigidShare).
+	Rigid bool
 }
 
 // Workload is a named list of jobs, sorted by submission time then name.

@@ -257,6 +257,14 @@ func badInputs() []badInput {
 		{"body over the size limit", yamlCT, tj("big") + "# " + strings.Repeat("x", 2<<20) + "\n", http.StatusRequestEntityTooLarge, "larger than", true},
 		{"another namespace", yamlCT, tj("ns", "  name: ns\n", "  name: ns\n  namespace: kube-system\n"), 400, `metadata.namespace is "kube-system"`, true},
 		{"GPU type no node has", yamlCT, tj("nonode", "gpuType: api-gpu", "gpuType: nvidia-h100"), 400, `spec.gpuType "nvidia-h100": no node has this GPU type`, true},
+		// Another vendor's accelerator: no node of the job's type offers it
+		// (the server knows which resource each type schedules).
+		{"PyTorch worker asking for AMD GPUs on an NVIDIA type", yamlCT, ptj("amd", "            image: busybox\n", "            image: busybox\n            resources: {limits: {amd.com/gpu: 2}}\n"), 400,
+			"spec.template.pytorchJob.worker.spec.containers[0].resources.limits[amd.com/gpu]: amd.com/gpu is another GPU type's or vendor's accelerator; the job's GPU type schedules nvidia.com/gpu", true},
+		{"original MPIJob asking for Gaudi", yamlCT, mpijob("gaudi", "          - name: worker\n            image: busybox\n", "          - name: worker\n            image: busybox\n            resources: {limits: {habana.ai/gaudi: 1}}\n"), 400,
+			"resources.limits[habana.ai/gaudi]: habana.ai/gaudi is another GPU type's or vendor's accelerator", true},
+		{"plain PyTorchJob asking for Neuron cores", yamlCT, pytorchjob("neuron", "          - name: pytorch\n            image: busybox\n", "          - name: pytorch\n            image: busybox\n            resources: {requests: {aws.amazon.com/neuroncore: 2}}\n"), 400,
+			"resources.requests[aws.amazon.com/neuroncore]: aws.amazon.com/neuroncore is another GPU type's or vendor's accelerator", true},
 		{"submitting as another user", yamlCT, tj("other", "  epochs: 3", "  epochs: 3\n  submitter: mallory"), 403, `spec.submitter is "mallory"`, true},
 		// Rights in the API's namespace that the submitter was never given.
 		{"another service account", yamlCT, tj("sa", workerSpec, workerSpec+"          serviceAccountName: voda\n"), 403,

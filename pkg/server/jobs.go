@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -65,7 +66,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, u User) error
 	if _, err := tj.Spec.WorkerAccelerators(res); err != nil {
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
-	if err := tj.Spec.TemplateConflicts(res); err != nil {
+	if err := errors.Join(tj.Spec.TemplateConflicts(res), tj.Spec.AcceleratorConflicts(res, s.o.Accelerators.Resources())); err != nil {
 		return errorf(http.StatusBadRequest, "%s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	if err := tj.Spec.Privileges(); err != nil && !s.admin(u) {

@@ -414,10 +414,15 @@ func testWorkerGPUsMismatch(t *testing.T, k *cluster) {
 	// A worker template that picks its own node would fight placement.
 	pinned := newJob(ns, "pinned", gpu, 1, 1)
 	pinned.Spec.Template.MPIJob.Worker.Spec.NodeName = "mismatch-gpu-0"
-	k.create(t, tj, derived, pinned)
+	// A copy-paste slip: another vendor's GPUs, which no node of the type
+	// offers; its workers would stay Pending on the GPUs Voda gave them.
+	amd := newPyTorchJob(ns, "amd", gpu, 1, 1, 2)
+	amd.Spec.Template.PyTorchJob.Worker.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"amd.com/gpu": resource.MustParse("2")}
+	k.create(t, tj, derived, pinned, amd)
 	for name, want := range map[string]string{
 		"bad":    "refused: spec.gpusPerWorker is 2 but spec.template.pytorchJob.worker.spec asks for 4 nvidia.com/gpu per worker",
 		"pinned": "refused: spec.template.mpiJob.worker.spec.nodeName: Voda chooses each worker's node",
+		"amd":    "refused: spec.template.pytorchJob.worker.spec.containers[0].resources.limits[amd.com/gpu]: amd.com/gpu is another GPU type's or vendor's accelerator",
 	} {
 		j := k.waitPhase(t, ns, name, v1alpha1.PhaseFailed)
 		if len(j.Status.Message) < len(want) || j.Status.Message[:len(want)] != want {
@@ -433,7 +438,7 @@ func testWorkerGPUsMismatch(t *testing.T, k *cluster) {
 	// Deleted, the refused jobs are forgotten; "pinned" created again
 	// under its name is a new job and is refused again, once.
 	ctx := context.Background()
-	for _, name := range []string{"bad", "pinned"} {
+	for _, name := range []string{"bad", "pinned", "amd"} {
 		if err := k.c.Delete(ctx, &v1alpha1.TrainingJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
 			t.Fatal(err)
 		}

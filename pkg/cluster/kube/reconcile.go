@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -311,7 +312,8 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 }
 
 // admissible says why a new job cannot be scheduled, if it cannot: its
-// runtime's operator is not installed, or its GPUs per worker are in error.
+// runtime's operator is not installed, its GPUs per worker are in error, or
+// its templates ask for what Voda decides or for another accelerator.
 func (c *Controller) admissible(tj *v1alpha1.TrainingJob, rt *workload) error {
 	if !c.installed[rt.kind] {
 		return fmt.Errorf("the %s kind (%s) is not installed in this cluster: install its operator (docs/install.md) and restart Voda's controller, or use another runtime",
@@ -320,7 +322,8 @@ func (c *Controller) admissible(tj *v1alpha1.TrainingJob, rt *workload) error {
 	if _, err := c.workerUnits(tj); err != nil {
 		return err
 	}
-	return tj.Spec.TemplateConflicts(c.resourceOf(tj))
+	res := c.resourceOf(tj)
+	return errors.Join(tj.Spec.TemplateConflicts(res), tj.Spec.AcceleratorConflicts(res, c.opts.Accelerators.Resources()))
 }
 
 // workerUnits is the units of its GPU type's resource each worker of a job

@@ -282,6 +282,8 @@ func (e *Engine) Step(ev Event) error {
 		e.forget(ev)
 	case JobStalled:
 		return e.stall(ev)
+	case JobUnschedulable:
+		return e.hold(ev)
 	case Tick:
 	default:
 		return fmt.Errorf("unknown event %T", ev)
@@ -369,6 +371,27 @@ func (e *Engine) stall(ev JobStalled) error {
 	return nil
 }
 
+// hold takes a job out of the policy's sight while no node can run it, or
+// lets it back in. A running job keeps its GPUs until the next
+// rescheduling halts it.
+func (e *Engine) hold(ev JobUnschedulable) error {
+	j, ok := e.jobs[ev.ID]
+	if !ok {
+		return fmt.Errorf("job %s is not known", ev.ID)
+	}
+	if !j.active() || j.Unschedulable == ev.Reason {
+		return nil
+	}
+	j.Unschedulable = ev.Reason
+	if ev.Reason != "" {
+		j.setMessage("unschedulable: " + ev.Reason)
+	} else if j.Phase == api.PhaseWaiting {
+		j.setMessage("waiting: schedulable again, not scheduled yet")
+	}
+	e.dirty = true
+	return nil
+}
+
 func (e *Engine) setNode(n api.Node) error {
 	if n.Name == "" {
 		return errors.New("node has no name")
@@ -415,7 +438,7 @@ func (e *Engine) idleWithRoom() bool {
 	room := false
 	for _, j := range e.active {
 		used += j.Workers * j.Spec.K()
-		room = room || j.Workers < j.Spec.MaxWorkers
+		room = room || j.Workers < j.Spec.MaxWorkers && j.Unschedulable == ""
 	}
 	return room && used < e.GPUs()
 }

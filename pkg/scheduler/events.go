@@ -42,6 +42,18 @@ type JobStalled struct {
 	Reason string
 }
 
+// JobUnschedulable holds a job back: its workers cannot run on any node of
+// its GPU type, whatever GPUs it is given (it asks for a resource no node
+// offers, or no node takes it for a taint it does not tolerate); Reason
+// says why. The policy no longer sees it, a running job gives its GPUs
+// back at the next rescheduling, and it waits, its time still counted,
+// until JobUnschedulable with an empty Reason lets it be scheduled again
+// (its spec changed, or a node that could run it appeared).
+type JobUnschedulable struct {
+	ID     api.JobID
+	Reason string
+}
+
 // NodeSet adds a node or changes its GPU count.
 type NodeSet struct{ Node api.Node }
 
@@ -83,15 +95,16 @@ type ActionFailed struct {
 // Tick only advances time; the Tiresias ticker of a backend may send it.
 type Tick struct{}
 
-func (JobSubmitted) isEvent() {}
-func (JobStalled) isEvent()   {}
-func (JobDeleted) isEvent()   {}
-func (JobCompleted) isEvent() {}
-func (JobFailed) isEvent()    {}
-func (NodeSet) isEvent()      {}
-func (NodeRemoved) isEvent()  {}
-func (Progress) isEvent()     {}
-func (SetPolicy) isEvent()    {}
-func (SetRateLimit) isEvent() {}
-func (ActionFailed) isEvent() {}
-func (Tick) isEvent()         {}
+func (JobSubmitted) isEvent()     {}
+func (JobStalled) isEvent()       {}
+func (JobUnschedulable) isEvent() {}
+func (JobDeleted) isEvent()       {}
+func (JobCompleted) isEvent()     {}
+func (JobFailed) isEvent()        {}
+func (NodeSet) isEvent()          {}
+func (NodeRemoved) isEvent()      {}
+func (Progress) isEvent()         {}
+func (SetPolicy) isEvent()        {}
+func (SetRateLimit) isEvent()     {}
+func (ActionFailed) isEvent()     {}
+func (Tick) isEvent()             {}

@@ -51,6 +51,10 @@ type Job struct {
 
 	// Message says, in words, why the job is where it is.
 	Message string
+	// Unschedulable, when set, says why no node of the job's type can run
+	// its workers: the policy does not see it until it is cleared (see
+	// JobUnschedulable).
+	Unschedulable string
 
 	// Accounted is the instant the counters above hold for, in the copies
 	// Engine.Job and Engine.Jobs return; the engine ignores it otherwise.

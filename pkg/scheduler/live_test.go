@@ -71,3 +71,70 @@ func TestJobsAreAccountedUpToTheClock(t *testing.T) {
 		t.Errorf("after a step at the same instant (-want +got):\n%s", d)
 	}
 }
+
+// A job no node can run is held: the next round gives its GPUs to a job
+// that can run, says why in its message and its halt, and the policy does
+// not see it again until it is released.
+func TestUnschedulableJobGivesItsGPUsBack(t *testing.T) {
+	c := &fakeClock{t: t0}
+	cfg := scheduler.DefaultConfig("gpu", c)
+	cfg.Policy = algorithm.NameHeSRPT
+	cfg.RateLimit = 0
+	e, err := scheduler.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(ev scheduler.Event) {
+		t.Helper()
+		if err := e.Step(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tick := func() api.Plan {
+		t.Helper()
+		p, err := e.Tick()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	step(scheduler.NodeSet{Node: api.Node{Name: "n0", GPUs: 8}})
+	step(scheduler.JobSubmitted{ID: "bad", Spec: api.JobSpec{MinWorkers: 8, MaxWorkers: 8}})
+	tick()
+	c.t = c.t.Add(time.Second)
+	step(scheduler.JobSubmitted{ID: "good", Spec: api.JobSpec{MinWorkers: 4, MaxWorkers: 4}})
+	const why = "no node of GPU type gpu offers example.com/fpga"
+	step(scheduler.JobUnschedulable{ID: "bad", Reason: why})
+	plan := tick()
+	want := []string{"Halt bad unschedulable: " + why, "Start good"}
+	var got []string
+	for _, a := range plan.Actions {
+		s := string(a.Kind) + " " + string(a.Job)
+		if a.Kind == api.ActionHalt {
+			s += " " + a.Reason
+		}
+		got = append(got, s)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("actions (-want +got):\n%s", d)
+	}
+	bad, _ := e.Job("bad")
+	if bad.Phase != api.PhaseWaiting || bad.Message != "unschedulable: "+why {
+		t.Errorf("bad is %s: %q", bad.Phase, bad.Message)
+	}
+	// The good job finishes; the held one stays out while the GPUs idle.
+	step(scheduler.JobCompleted{ID: "good"})
+	if plan := tick(); len(plan.Actions) != 0 {
+		t.Errorf("a held job was scheduled: %+v", plan.Actions)
+	}
+	if bad, _ := e.Job("bad"); bad.Message != "unschedulable: "+why {
+		t.Errorf("a round rewrote the held job's message: %q", bad.Message)
+	}
+	step(scheduler.JobUnschedulable{ID: "bad"})
+	if plan := tick(); len(plan.Actions) != 1 || plan.Actions[0].Kind != api.ActionStart || plan.Actions[0].Job != "bad" {
+		t.Errorf("released, bad was not started: %+v", plan.Actions)
+	}
+	if err := e.Step(scheduler.JobUnschedulable{ID: "nobody", Reason: why}); err == nil {
+		t.Error("an unknown job was held without an error")
+	}
+}

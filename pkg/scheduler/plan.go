@@ -16,7 +16,9 @@ func (e *Engine) plan() (api.Plan, error) {
 	// In submission order, from a buffer the policy does not keep.
 	snap := algorithm.Snapshot{Now: e.now, GPUs: e.GPUs(), Jobs: e.snap[:0]}
 	for _, j := range e.arrival {
-		snap.Jobs = append(snap.Jobs, j.view())
+		if j.Unschedulable == "" {
+			snap.Jobs = append(snap.Jobs, j.view())
+		}
 	}
 	// With workers of several GPUs, policies hand out only workers that
 	// fit whole on a node; HeSRPT explores only sizes that tile them.
@@ -38,7 +40,10 @@ func (e *Engine) plan() (api.Plan, error) {
 	for _, j := range e.active {
 		// Formatted only when read (see Job.clone): most rounds change
 		// few jobs, and formatting every reason dominated large rounds.
-		j.setReason(res.Reasons[j.ID])
+		// A held job keeps the message that says why.
+		if j.Unschedulable == "" {
+			j.setReason(res.Reasons[j.ID])
+		}
 		changed = changed || res.Allocation[j.ID] != j.Workers
 	}
 	if !changed {
@@ -152,6 +157,9 @@ func (e *Engine) diff(res algorithm.Result, out placement.Output) []api.Action {
 		nodes := out.Placement[id]
 		reason := policy + ": " + res.Reasons[id].String()
 		switch {
+		case o > 0 && n == 0 && j.Unschedulable != "":
+			groups[halt] = append(groups[halt], api.Action{Kind: api.ActionHalt, Job: id, From: o, To: 0,
+				Reason: "unschedulable: " + j.Unschedulable})
 		case o > 0 && n == 0:
 			groups[halt] = append(groups[halt], api.Action{Kind: api.ActionHalt, Job: id, From: o, To: 0,
 				Reason: "preempted by " + reason})

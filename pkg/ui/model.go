@@ -177,7 +177,7 @@ type QueueEntry struct {
 	// 0 for jobs that hold GPUs.
 	Position, Ahead int
 	// Code classifies the reason: no-nodes, no-node, no-room, requeued,
-	// invalid, new, running.
+	// unschedulable, invalid, new, running.
 	Code   string
 	Reason string
 	Waited time.Duration
@@ -296,6 +296,9 @@ func waitReason(tj *v1alpha1.TrainingJob, sc rest.Scheduler, ahead int, tc algor
 		code, msg = "no-nodes", fmt.Sprintf("GPU type %s has no schedulable nodes", typeOf(tj))
 	case strings.Contains(msg, "no node has that many"):
 		code = "no-node"
+	case strings.HasPrefix(msg, "unschedulable: "):
+		// Out of line until it can run: no place in the queue to give.
+		return "unschedulable", msg
 	case strings.HasPrefix(msg, "requeued"):
 		code = "requeued"
 	case strings.HasPrefix(msg, "invalid"), strings.Contains(msg, "refused"):

@@ -132,6 +132,9 @@ type Controller struct {
 	// job is deleted; a job created again under the same name has another
 	// UID and is checked anew.
 	refused map[api.JobID]types.UID
+	// held holds, for each job no node of its type can run, why (see
+	// unschedulable.go), as last told to its engine.
+	held map[api.JobID]string
 }
 
 // New returns a controller that reads and writes through c, waits for
@@ -172,6 +175,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		jobTypes:    map[api.JobID]api.GPUType{},
 		moving:      map[api.JobID]api.GPUType{},
 		refused:     map[api.JobID]types.UID{},
+		held:        map[api.JobID]string{},
 		reader:      c,
 		est:         estimator.New(),
 		learned:     map[api.JobID]int32{},

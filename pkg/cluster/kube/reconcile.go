@@ -174,7 +174,8 @@ func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (
 	c.nodes[req.Name] = info
 	c.mu.Unlock()
 	if old.gpuType == info.gpuType && old.gpus == info.gpus {
-		return reconcile.Result{}, nil
+		// Its taints or other resources may have changed.
+		return reconcile.Result{}, c.recheckHeld(ctx)
 	}
 	if old.usable() && (old.gpuType != info.gpuType || !info.usable()) {
 		if err := c.engineFor(old.gpuType).loop.Send(ctx, scheduler.NodeRemoved{Name: api.NodeName(req.Name)}); err != nil {
@@ -188,7 +189,7 @@ func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (
 		}
 		c.log.Info("node joined", "node", req.Name, "gpuType", info.gpuType, "gpus", info.gpus)
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{}, c.recheckHeld(ctx)
 }
 
 // releaseDeletedNode removes, without waiting for a kubelet, the pods of
@@ -277,6 +278,9 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 	}
 	if tj.Status.Phase.Final() {
 		return reconcile.Result{}, nil
+	}
+	if err := c.checkSchedulable(ctx, &tj); err != nil {
+		return reconcile.Result{}, err
 	}
 	if err := e.learn(ctx, &tj); err != nil {
 		return reconcile.Result{}, err
@@ -375,6 +379,7 @@ func (c *Controller) forget(ctx context.Context, id api.JobID) error {
 	gt, ok := c.jobTypes[id]
 	delete(c.jobTypes, id)
 	delete(c.refused, id)
+	delete(c.held, id)
 	c.mu.Unlock()
 	if !ok {
 		return nil

@@ -233,6 +233,13 @@ func (t *TrainingJobTemplate) workerTemplate() (string, *corev1.PodTemplateSpec)
 	return "", nil
 }
 
+// Worker returns the worker pod template of the job's runtime, nil if the
+// template sets no runtime.
+func (t *TrainingJobTemplate) Worker() *corev1.PodTemplateSpec {
+	_, w := t.workerTemplate()
+	return w
+}
+
 // Runtime names the job's runtime: "MPIJob" (Kubeflow mpi-operator, elastic
 // Horovod), "PyTorchJob" (Kubeflow training-operator, torchrun), or "" when
 // the template sets none.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -560,7 +561,37 @@ func (e *Engine) Due() (at time.Time, ok bool) {
 			at, ok = t, true
 		}
 	}
+	if t, found := e.agingAt(); found && (!ok || t.Before(at)) {
+		at, ok = t, true
+	}
 	return at, ok
+}
+
+// agingAt returns when a policy whose ranking ages with waiting time alone
+// (HeSRPT with Aging) should look again although nothing else happened:
+// while a job waits, a tenth of Aging after the policy last ran, by when a
+// waiting job's weight has grown by a tenth. Without it a waiting job
+// gained from its aging only at the next arrival or completion, which a
+// long job's run can put off indefinitely.
+func (e *Engine) agingAt() (time.Time, bool) {
+	if e.policy.Name() != algorithm.NameHeSRPT || !e.scheduled && e.planned.IsZero() {
+		return time.Time{}, false
+	}
+	aging := e.algo.HeSRPT.Aging
+	if !(aging > 0) || math.IsInf(aging, 0) {
+		return time.Time{}, false
+	}
+	waits := false
+	for _, j := range e.arrival {
+		if j.Phase == api.PhaseWaiting && j.Unschedulable == "" {
+			waits = true
+			break
+		}
+	}
+	if !waits {
+		return time.Time{}, false
+	}
+	return e.planned.Add(time.Duration(aging / 10 * float64(time.Second))), true
 }
 
 func later(a, b time.Time) time.Time {
@@ -577,6 +608,9 @@ func later(a, b time.Time) time.Time {
 // current plan, returns the error, and tries again after the rate limit.
 func (e *Engine) Tick() (api.Plan, error) {
 	e.advance()
+	if at, ok := e.agingAt(); ok && !e.now.Before(at) {
+		e.dirty = true
+	}
 	if !e.dirty || (e.scheduled && e.now.Before(e.lastSchedule.Add(e.rateLimit))) {
 		return api.Plan{}, nil
 	}

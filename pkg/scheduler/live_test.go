@@ -138,3 +138,49 @@ func TestUnschedulableJobGivesItsGPUsBack(t *testing.T) {
 		t.Error("an unknown job was held without an error")
 	}
 }
+
+// HeSRPT's aging acts on time: with nothing else happening, a waiting job
+// whose weight grows past a running one's takes its GPUs within a tenth of
+// Aging of the moment it does, the engine waking by Due alone.
+func TestHeSRPTAgingActsWithoutOtherEvents(t *testing.T) {
+	c := &fakeClock{t: t0}
+	cfg := scheduler.DefaultConfig("gpu", c)
+	cfg.Policy = algorithm.NameHeSRPT
+	cfg.Algorithm.HeSRPT.Aging = 3600
+	e, err := scheduler.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []scheduler.Event{
+		scheduler.NodeSet{Node: api.Node{Name: "n0", GPUs: 4}},
+		scheduler.JobSubmitted{ID: "short", Spec: api.JobSpec{MinWorkers: 4, MaxWorkers: 4}, Remaining: 3600},
+		scheduler.JobSubmitted{ID: "long", Spec: api.JobSpec{MinWorkers: 4, MaxWorkers: 4}, Remaining: 3600 * 1000},
+	} {
+		if err := e.Step(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 1000^0.3 = 7.94 times lighter; the short job counts 1.2 times and
+	// its restart 60 s over its 900 s at 4 workers: the long one must weigh
+	// 10.06 times its own at arrival, after 9.06 hours of waiting.
+	const crossing = 9.06 * 3600 * time.Second
+	for rounds := 0; ; rounds++ {
+		at, ok := e.Due()
+		if !ok {
+			t.Fatalf("after %d rounds, at +%s, nothing is due while long waits", rounds, c.t.Sub(t0))
+		}
+		c.t = at
+		if _, err := e.Tick(); err != nil {
+			t.Fatal(err)
+		}
+		if j, _ := e.Job("long"); j.Workers > 0 {
+			if got := c.t.Sub(t0); got < crossing || got > crossing+6*time.Minute {
+				t.Errorf("long started at +%s, want within 6 minutes after +%s", got, crossing.Round(time.Second))
+			}
+			return
+		}
+		if c.t.Sub(t0) > 20*time.Hour {
+			t.Fatalf("long still waits at +%s", c.t.Sub(t0))
+		}
+	}
+}

@@ -19,10 +19,11 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vodascheduler/voda/internal/proctable"
 )
 
 func main() {
@@ -73,7 +74,7 @@ func run(args []string, grace time.Duration) int {
 	fmt.Fprintf(os.Stderr, "leakcheck: %d processes outlived `%s` by %s; a test started them and did not end them:\n",
 		len(left), strings.Join(args, " "), grace)
 	for _, p := range left {
-		fmt.Fprintf(os.Stderr, "  pid %d (process group %d): %s\n", p.pid, p.pgid, p.cmdline)
+		fmt.Fprintf(os.Stderr, "  pid %d (process group %d): %s\n", p.PID, p.PGID, p.Cmdline)
 	}
 	killAll(left)
 	if status == 0 {
@@ -132,9 +133,9 @@ func killAll(ps []proc) {
 			return
 		}
 		for _, p := range all {
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
-			if p.pgid > 1 && p.pgid != syscall.Getpgrp() {
-				_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
+			if p.PGID > 1 && p.PGID != syscall.Getpgrp() {
+				_ = syscall.Kill(-p.PGID, syscall.SIGKILL)
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -143,16 +144,13 @@ func killAll(ps []proc) {
 	fmt.Fprintln(os.Stderr, "leakcheck: some processes could not be killed")
 }
 
-type proc struct {
-	pid, ppid, pgid int
-	cmdline         string
-}
+type proc = proctable.Process
 
-// children lists the live (not zombie) processes whose parent is pid.
+// children lists the live processes whose parent is pid.
 func children(pid int) []proc {
 	var out []proc
-	for _, p := range processes() {
-		if p.ppid == pid {
+	for _, p := range proctable.Live() {
+		if p.PPID == pid {
 			out = append(out, p)
 		}
 	}
@@ -161,55 +159,18 @@ func children(pid int) []proc {
 
 // descendants lists every live process below pid.
 func descendants(pid int) []proc {
-	all := processes()
+	all := proctable.Live()
 	below := map[int]bool{pid: true}
 	var out []proc
 	for changed := true; changed; {
 		changed = false
 		for _, p := range all {
-			if below[p.ppid] && !below[p.pid] {
-				below[p.pid] = true
+			if below[p.PPID] && !below[p.PID] {
+				below[p.PID] = true
 				out = append(out, p)
 				changed = true
 			}
 		}
-	}
-	return out
-}
-
-// processes reads the machine's live processes from /proc; zombies are
-// left out (they have exited and only wait to be reaped).
-func processes() []proc {
-	dir, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []proc
-	for _, d := range dir {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(stat), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		pgid, _ := strconv.Atoi(f[2])
-		cmd, _ := os.ReadFile("/proc/" + d.Name() + "/cmdline")
-		line := strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
-		if len(line) > 300 {
-			line = line[:300] + "…"
-		}
-		out = append(out, proc{pid: pid, ppid: ppid, pgid: pgid, cmdline: line})
 	}
 	return out
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vodascheduler/voda/internal/proctable"
 )
 
 // leakcheck passes a command's status on when it leaves nothing behind,
@@ -54,10 +56,10 @@ func TestLeakcheck(t *testing.T) {
 			if !strings.Contains(stderr.String(), c.wantErr) {
 				t.Errorf("stderr: got %q, want it to contain %q", stderr.String(), c.wantErr)
 			}
-			for _, p := range processes() {
-				if strings.Contains(p.cmdline, marker) {
-					t.Errorf("still running after leakcheck exited: %d %s", p.pid, p.cmdline)
-					_ = syscallKill(p.pid)
+			for _, p := range proctable.Live() {
+				if strings.Contains(p.Cmdline, marker) {
+					t.Errorf("still running after leakcheck exited: %s", p)
+					_ = syscallKill(p.PID)
 				}
 			}
 		})

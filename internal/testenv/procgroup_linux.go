@@ -3,11 +3,11 @@ package testenv
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vodascheduler/voda/internal/proctable"
 )
 
 // GroupSysProcAttr starts a process in a process group of its own (its PID
@@ -51,68 +51,10 @@ func EndGroup(pgid int, timeout time.Duration) error {
 // "PID command line", read from /proc.
 func GroupMembers(pgid int) []string {
 	var out []string
-	for _, p := range liveProcesses() {
-		if p.pgid == pgid {
+	for _, p := range proctable.Live() {
+		if p.PGID == pgid {
 			out = append(out, p.String())
 		}
 	}
 	return out
-}
-
-// procInfo is what /proc/PID/stat says of one process.
-type procInfo struct {
-	pid, ppid, pgid int
-	state           byte
-	cmdline         string
-}
-
-func (p procInfo) String() string { return fmt.Sprintf("%d %s", p.pid, p.cmdline) }
-
-// liveProcesses reads every process of the machine that is not a zombie.
-// A process that exits while it is read is left out.
-func liveProcesses() []procInfo {
-	dir, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []procInfo
-	for _, d := range dir {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		p, ok := readProc(pid)
-		if ok && p.state != 'Z' && p.state != 'X' {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func readProc(pid int) (procInfo, bool) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procInfo{}, false
-	}
-	// "PID (comm) state ppid pgrp …"; comm may hold spaces and parentheses,
-	// so the fields start after the last ')'.
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
-		return procInfo{}, false
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 3 || len(f[0]) != 1 {
-		return procInfo{}, false
-	}
-	ppid, err1 := strconv.Atoi(f[1])
-	pgid, err2 := strconv.Atoi(f[2])
-	if err1 != nil || err2 != nil {
-		return procInfo{}, false
-	}
-	cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	line := strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
-	if len(line) > 200 {
-		line = line[:200] + "…"
-	}
-	return procInfo{pid: pid, ppid: ppid, pgid: pgid, state: f[0][0], cmdline: line}, true
 }

@@ -35,7 +35,7 @@ var ignoredTaintPrefixes = []string{"node.kubernetes.io/", "node.cloudprovider.k
 // workerRequests is what one worker asks of a node: its containers'
 // requests (or limits, where a resource has no request), summed, or its
 // largest init container's where that is more, and the units of its GPU
-// type's resource Voda sets on every worker.
+// type's resource Voda sets on every worker (none for res "": a launcher).
 func workerRequests(spec *corev1.PodSpec, res corev1.ResourceName, units int) corev1.ResourceList {
 	of := func(c *corev1.Container) corev1.ResourceList {
 		out := corev1.ResourceList{}
@@ -62,16 +62,26 @@ func workerRequests(spec *corev1.PodSpec, res corev1.ResourceName, units int) co
 			}
 		}
 	}
-	sum[res] = *resource.NewQuantity(int64(units), resource.DecimalSI)
-	if res == corev1.ResourceCPU {
+	switch res {
+	case "":
+	case corev1.ResourceCPU:
 		sum[res] = *resource.NewMilliQuantity(int64(units)*1000, resource.DecimalSI)
+	default:
+		sum[res] = *resource.NewQuantity(int64(units), resource.DecimalSI)
 	}
 	return sum
 }
 
-// cannotRun says why a node could never run a worker that asks for want
-// and tolerates tols, or "" if it could.
-func cannotRun(n *corev1.Node, want corev1.ResourceList, tols []corev1.Toleration) string {
+// cannotRun says why a node could never run a pod of the spec that asks
+// for want, or "" if it could: a resource it does not offer enough of, a
+// label its node selector wants, or a taint it does not tolerate.
+func cannotRun(n *corev1.Node, want corev1.ResourceList, spec *corev1.PodSpec) string {
+	for _, k := range slices.Sorted(maps.Keys(spec.NodeSelector)) {
+		if v, ok := n.Labels[k]; !ok || v != spec.NodeSelector[k] {
+			return fmt.Sprintf("lack the label %s=%s", k, spec.NodeSelector[k])
+		}
+	}
+	tols := spec.Tolerations
 	for _, r := range slices.Sorted(maps.Keys(want)) {
 		q := want[r]
 		if q.IsZero() {
@@ -126,15 +136,56 @@ func (c *Controller) unschedulableReason(ctx context.Context, tj *v1alpha1.Train
 			continue
 		}
 		usable++
-		r := cannotRun(n, want, worker.Spec.Tolerations)
+		r := cannotRun(n, want, &worker.Spec)
+		if r == "" {
+			usable = -1
+			break
+		}
+		why[r]++
+	}
+	switch {
+	case usable < 0:
+		return c.launcherUnschedulable(ctx, tj)
+	case usable == 0:
+		return "", nil
+	}
+	return fmt.Sprintf("no node of GPU type %s can run a worker: %s", gt, summary(why)), nil
+}
+
+// launcherUnschedulable says why no node of the cluster could run an
+// MPIJob's launcher, or "": its workers would hold their GPUs while the
+// job waits for a launcher that never starts.
+func (c *Controller) launcherUnschedulable(ctx context.Context, tj *v1alpha1.TrainingJob) (string, error) {
+	m := tj.Spec.Template.MPIJob
+	if m == nil {
+		return "", nil
+	}
+	var nodes corev1.NodeList
+	if err := c.client.List(ctx, &nodes); err != nil {
+		return "", err
+	}
+	want := workerRequests(&m.Launcher.Spec, "", 0)
+	why := map[string]int{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if n.DeletionTimestamp != nil || n.Spec.Unschedulable {
+			continue
+		}
+		r := cannotRun(n, want, &m.Launcher.Spec)
 		if r == "" {
 			return "", nil
 		}
 		why[r]++
 	}
-	if usable == 0 {
-		return "", nil
+	if len(why) == 0 {
+		return "", nil // no node at all: nothing runs, and the engine says so
 	}
+	return "no node can run the launcher: " + summary(why), nil
+}
+
+// summary counts the nodes by why they cannot run a pod, most common
+// reason first, at most three reasons.
+func summary(why map[string]int) string {
 	reasons := slices.SortedFunc(maps.Keys(why), func(a, b string) int {
 		if c := cmp.Compare(why[b], why[a]); c != 0 {
 			return c
@@ -144,7 +195,7 @@ func (c *Controller) unschedulableReason(ctx context.Context, tj *v1alpha1.Train
 	var parts []string
 	for _, r := range reasons[:min(len(reasons), 3)] {
 		if why[r] == 1 {
-			r = strings.NewReplacer("offer ", "offers ", "have ", "has ").Replace(r)
+			r = strings.NewReplacer("offer ", "offers ", "have ", "has ", "lack ", "lacks ").Replace(r)
 			parts = append(parts, "1 node "+r)
 		} else {
 			parts = append(parts, fmt.Sprintf("%d nodes %s", why[r], r))
@@ -153,7 +204,7 @@ func (c *Controller) unschedulableReason(ctx context.Context, tj *v1alpha1.Train
 	if len(reasons) > 3 {
 		parts = append(parts, "…")
 	}
-	return fmt.Sprintf("no node of GPU type %s can run a worker: %s", gt, strings.Join(parts, "; ")), nil
+	return strings.Join(parts, "; ")
 }
 
 // checkSchedulable holds a job its type's nodes cannot run, or lets it go

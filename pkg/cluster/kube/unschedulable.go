@@ -123,8 +123,10 @@ func (c *Controller) unschedulableReason(ctx context.Context, tj *v1alpha1.Train
 	if err != nil {
 		return "", nil // refused elsewhere
 	}
+	// Read from the cache without copies, and never changed: every
+	// reconcile of every job reads them.
 	var nodes corev1.NodeList
-	if err := c.client.List(ctx, &nodes, client.MatchingLabels{v1alpha1.AcceleratorLabel: gt}); err != nil {
+	if err := c.client.List(ctx, &nodes, client.MatchingLabels{v1alpha1.AcceleratorLabel: gt}, client.UnsafeDisableDeepCopy); err != nil {
 		return "", err
 	}
 	want := workerRequests(&worker.Spec, c.resourceOf(tj), units)
@@ -161,7 +163,7 @@ func (c *Controller) launcherUnschedulable(ctx context.Context, tj *v1alpha1.Tra
 		return "", nil
 	}
 	var nodes corev1.NodeList
-	if err := c.client.List(ctx, &nodes); err != nil {
+	if err := c.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return "", err
 	}
 	want := workerRequests(&m.Launcher.Spec, "", 0)

@@ -15,6 +15,10 @@ IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 
 # Integration tests: every test whose name contains this, in every package.
 INTEGRATION ?= Integration
+# A test binary's time limit: the controller's and the API's integration
+# suites run one control plane through many scenarios each, beyond go
+# test's default 10 minutes when both run at once on 2 cores.
+TEST_TIMEOUT ?= 30m
 # Fake GPU nodes of `make dev-cluster`: NODES nodes of GPUS GPUs per type in TYPES.
 NODES    ?= 4
 GPUS     ?= 4
@@ -34,13 +38,13 @@ build: ## Build the voda binary into bin/.
 LEAKCHECK := $(GO) run ./hack/leakcheck --
 
 test: tools ## Run every test, unit and integration, with the race detector; fails if a test leaves a process running.
-	$(LEAKCHECK) $(GO) test -race -count=1 $(PKGS)
+	$(LEAKCHECK) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
 test-unit: ## Run the tests that start no external processes (no binaries needed).
 	$(GO) test -short -count=1 $(PKGS)
 
 test-integration: tools ## Run the tests against a local control plane (names contain Integration); fails if a test leaves a process running.
-	$(LEAKCHECK) $(GO) test -race -count=1 -run '$(INTEGRATION)' $(PKGS)
+	$(LEAKCHECK) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(INTEGRATION)' $(PKGS)
 
 tools: ## Build the local control plane (etcd, Kubernetes, kwok, the operators, helm, scheduler-plugins) from pinned modules into .cache/tools.
 	@hack/tools/build.sh

@@ -133,8 +133,11 @@ type Controller struct {
 	// UID and is checked anew.
 	refused map[api.JobID]types.UID
 	// held holds, for each job no node of its type can run, why (see
-	// unschedulable.go), as last told to its engine.
-	held map[api.JobID]string
+	// unschedulable.go), as last told to its engine; guarded by heldMu,
+	// which is held while the engine is told, so that two reconcilers do
+	// not both tell it.
+	heldMu sync.Mutex
+	held   map[api.JobID]string
 }
 
 // New returns a controller that reads and writes through c, waits for
@@ -290,6 +293,19 @@ func (c *Controller) restore(ctx context.Context) error {
 			if err := e.eng.Restore([]scheduler.Job{rec}); err != nil {
 				c.log.Error(err, "cannot restore", "job", rec.ID)
 				continue
+			}
+		}
+		if !rec.Phase.Final() {
+			// Held before the first round, as the reconciler would hold it.
+			why, err := c.unschedulableReason(ctx, tj)
+			if err != nil {
+				return err
+			}
+			// Its reconciler records it and says so in an Event.
+			if why != "" {
+				if err := e.eng.Step(scheduler.JobUnschedulable{ID: rec.ID, Reason: why}); err != nil {
+					return err
+				}
 			}
 		}
 		e.setKnown(rec.ID, true)

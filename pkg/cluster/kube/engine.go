@@ -198,8 +198,9 @@ func (e *engine) persist(ctx context.Context, j scheduler.Job, force bool) error
 
 // admit makes sure the engine knows a TrainingJob: a new one is submitted;
 // one that has a status but is unknown here (its GPU type's engine was
-// just created) is restored from it.
-func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob) error {
+// just created) is restored from it. A job no node can run (unschedulable,
+// its reason) is held in the same step, before any round could start it.
+func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob, unschedulable string) error {
 	id := jobID(client.ObjectKeyFromObject(tj))
 	if e.knows(id) {
 		return nil
@@ -226,6 +227,11 @@ func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 				if err := en.Restore([]scheduler.Job{rec}); err != nil {
 					return err
 				}
+			}
+		}
+		if unschedulable != "" {
+			if err := en.Step(scheduler.JobUnschedulable{ID: id, Reason: unschedulable}); err != nil {
+				return err
 			}
 		}
 		e.setKnown(id, true)

@@ -272,14 +272,20 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 			return reconcile.Result{}, c.refuse(ctx, &tj, err)
 		}
 	}
+	var unschedulable string
+	if !tj.Status.Phase.Final() {
+		if unschedulable, err = c.unschedulableReason(ctx, &tj); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	e := c.engineFor(gt)
-	if err := e.admit(ctx, &tj); err != nil {
+	if err := e.admit(ctx, &tj, unschedulable); err != nil {
 		return reconcile.Result{}, fmt.Errorf("admit %s: %w", id, err)
 	}
 	if tj.Status.Phase.Final() {
 		return reconcile.Result{}, nil
 	}
-	if err := c.checkSchedulable(ctx, &tj); err != nil {
+	if err := c.setSchedulable(ctx, &tj, unschedulable); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := e.learn(ctx, &tj); err != nil {
@@ -379,8 +385,10 @@ func (c *Controller) forget(ctx context.Context, id api.JobID) error {
 	gt, ok := c.jobTypes[id]
 	delete(c.jobTypes, id)
 	delete(c.refused, id)
-	delete(c.held, id)
 	c.mu.Unlock()
+	c.heldMu.Lock()
+	delete(c.held, id)
+	c.heldMu.Unlock()
 	if !ok {
 		return nil
 	}

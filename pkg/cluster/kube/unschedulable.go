@@ -216,15 +216,20 @@ func (c *Controller) checkSchedulable(ctx context.Context, tj *v1alpha1.Training
 	if err != nil {
 		return err
 	}
+	return c.setSchedulable(ctx, tj, why)
+}
+
+// setSchedulable is checkSchedulable with the reason found (empty: the
+// job can run).
+func (c *Controller) setSchedulable(ctx context.Context, tj *v1alpha1.TrainingJob, why string) error {
 	id := jobID(client.ObjectKeyFromObject(tj))
-	c.mu.Lock()
-	was := c.held[id]
-	c.mu.Unlock()
-	if why == was {
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
+	if why == c.held[id] {
 		return nil
 	}
 	e := c.engineFor(api.GPUType(tj.CurrentGPUType()))
-	err = e.loop.Do(ctx, func(en *scheduler.Engine) error {
+	err := e.loop.Do(ctx, func(en *scheduler.Engine) error {
 		if _, ok := en.Job(id); !ok {
 			return nil
 		}
@@ -237,13 +242,11 @@ func (c *Controller) checkSchedulable(ctx context.Context, tj *v1alpha1.Training
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
 	if why == "" {
 		delete(c.held, id)
 	} else {
 		c.held[id] = why
 	}
-	c.mu.Unlock()
 	if why != "" {
 		c.event(id, corev1.EventTypeWarning, "Unschedulable", why+"; it waits until its spec changes or such a node appears")
 		c.log.Info("job unschedulable", "job", id, "reason", why)
@@ -256,9 +259,9 @@ func (c *Controller) checkSchedulable(ctx context.Context, tj *v1alpha1.Training
 // recheckHeld checks again, after a node changed, every job held for
 // want of a node that could run it.
 func (c *Controller) recheckHeld(ctx context.Context) error {
-	c.mu.Lock()
+	c.heldMu.Lock()
 	ids := slices.Collect(maps.Keys(c.held))
-	c.mu.Unlock()
+	c.heldMu.Unlock()
 	slices.Sort(ids)
 	for _, id := range ids {
 		var tj v1alpha1.TrainingJob

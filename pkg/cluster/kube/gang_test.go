@@ -253,19 +253,19 @@ func nodePod(ns, name, node string, res corev1.ResourceRequirements) *corev1.Pod
 }
 
 // testGangTimeout: a gang whose workers cannot all start (the node refuses
-// them: a taint Voda does not know about) gives its GPUs back after the
-// gang timeout, with an Event, and runs once the node takes pods again. The
+// them: a pod that is not Voda's holds its CPUs) gives its GPUs back after
+// the gang timeout, with an Event, and runs once the node takes pods again. The
 // gang is placed by one controller and timed out by the next: the clock
 // does not die with the controller that started it.
 func testGangTimeout(t *testing.T, k *cluster) {
 	const ns, gpu = "gangtimeout", "gangtimeout-gpu"
 	nodes := k.scenario(t, ns, gpu, 1, 2)
 	ctx := context.Background()
-	k.taint(t, nodes[0], true)
+	k.occupyCPU(t, ns, nodes[0], true)
 	o := controllerOpts(t, gpu)
 	o.GangTimeout = time.Hour
 	_, stop := k.startController(t, o)
-	k.create(t, newJob(ns, "stuck", gpu, 2, 2))
+	k.create(t, newJob(ns, "stuck", gpu, 2, 2, workerCPU("1")))
 	err := testenv.PollUntil(ctx, 60*time.Second, "stuck placed", func(ctx context.Context) (bool, error) {
 		j := k.job(t, ns, "stuck")
 		return j.Status.Phase == v1alpha1.PhaseStarting && len(j.Status.Placement) == 2, nil
@@ -297,6 +297,6 @@ func testGangTimeout(t *testing.T, k *cluster) {
 	if j := k.job(t, ns, "stuck"); j.Status.Preemptions < 1 {
 		t.Errorf("stuck was not counted as preempted: %+v", j.Status)
 	}
-	k.taint(t, nodes[0], false)
+	k.occupyCPU(t, ns, nodes[0], false)
 	k.waitSettled(t, ns, "stuck", 2)
 }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	volcano "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -265,20 +264,29 @@ func testGangTimeoutUnderGangScheduler(t *testing.T, k *cluster) {
 	}
 }
 
-// taint puts a NoSchedule taint on a node, or takes it off.
-func (k *cluster) taint(t *testing.T, node string, on bool) {
+// occupyCPU has a pod that is not Voda's take every CPU of a node, or
+// deletes it: Voda counts only the GPUs of such pods, so workers that ask
+// for CPU are placed there and stay Pending ("Insufficient cpu") until it
+// goes. What keeps them Pending can go away, so it is for the gang timeout,
+// not for holding the job (unschedulable.go).
+func (k *cluster) occupyCPU(t *testing.T, ns, node string, on bool) {
 	t.Helper()
-	// kwok updates the node's status meanwhile: retry on conflict.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var n corev1.Node
-		if err := k.c.Get(context.Background(), client.ObjectKey{Name: node}, &n); err != nil {
-			return err
+	ctx := context.Background()
+	name := "cpu-hog-" + node
+	if !on {
+		if err := k.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
 		}
-		n.Spec.Taints = nil
-		if on {
-			n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "inference", Effect: corev1.TaintEffectNoSchedule}}
+		return
+	}
+	cpu := corev1.ResourceList{corev1.ResourceCPU: resourceOf("64")}
+	k.create(t, nodePod(ns, name, node, corev1.ResourceRequirements{Requests: cpu, Limits: cpu}))
+	err := testenv.PollUntil(ctx, 60*time.Second, name+" running", func(ctx context.Context) (bool, error) {
+		var p corev1.Pod
+		if err := k.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+			return false, err
 		}
-		return k.c.Update(context.Background(), &n)
+		return p.Status.Phase == corev1.PodRunning, nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -323,18 +323,21 @@ func (k *cluster) waitSettledOffPT(t *testing.T, ns, name string, n int32, off s
 	return k.waitOff(t, ns, name, n, off, k.ptSettled)
 }
 
-// testPyTorchGangTimeout: a PyTorch job whose workers a node refuses gives
+// testPyTorchGangTimeout: a PyTorch job whose workers a node refuses (its
+// CPUs are all held by a pod that is not Voda's) gives
 // its GPUs back after the gang timeout, with an Event, its status Starting
 // (never Running) meanwhile, and runs once the node takes pods again.
 func testPyTorchGangTimeout(t *testing.T, k *cluster) {
 	const ns, gpu = "pytorch-gang", "pytorch-gang-gpu"
 	nodes := k.scenario(t, ns, gpu, 1, 4)
 	ctx := context.Background()
-	k.taint(t, nodes[0], true)
+	k.occupyCPU(t, ns, nodes[0], true)
 	o := controllerOpts(t, gpu)
 	o.GangTimeout = 4 * time.Second
 	k.startController(t, o)
-	k.create(t, newPyTorchJob(ns, "stuck", gpu, 2, 2, 2))
+	stuck := newPyTorchJob(ns, "stuck", gpu, 2, 2, 2)
+	stuck.Spec.Template.PyTorchJob.Worker.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resourceOf("1")}
+	k.create(t, stuck)
 	err := testenv.PollUntil(ctx, 60*time.Second, "stuck Starting", func(ctx context.Context) (bool, error) {
 		j := k.job(t, ns, "stuck")
 		return j.Status.Phase == v1alpha1.PhaseStarting && j.Status.RunningWorkers == 0 && len(j.Status.Placement) == 2, nil
@@ -348,7 +351,7 @@ func testPyTorchGangTimeout(t *testing.T, k *cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.taint(t, nodes[0], false)
+	k.occupyCPU(t, ns, nodes[0], false)
 	k.waitPTSettled(t, ns, "stuck", 2)
 }
 

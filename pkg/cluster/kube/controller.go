@@ -228,10 +228,11 @@ func (c *Controller) Start(ctx context.Context) error {
 	for _, e := range c.engines {
 		e.start(ctx)
 	}
+	types := c.gpuTypes()
 	c.mu.Unlock()
 	close(c.ready)
 	go c.runTypeChoice(ctx)
-	c.log.Info("scheduling", "gpuTypes", c.gpuTypes())
+	c.log.Info("scheduling", "gpuTypes", types)
 	<-ctx.Done()
 	return nil
 }
@@ -342,6 +343,8 @@ func (c *Controller) engineFor(t api.GPUType) *engine {
 	return e
 }
 
+// gpuTypes lists the types that have an engine, sorted; the caller holds
+// c.mu.
 func (c *Controller) gpuTypes() []api.GPUType {
 	var out []api.GPUType
 	for t := range c.engines {

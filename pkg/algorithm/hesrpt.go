@@ -180,9 +180,7 @@ func (p HeSRPT) allocate(s Snapshot, leading bool) (Result, error) {
 			for _, f := range forced {
 				hs.force(&st[f.job], f.n, &c)
 			}
-			// A forced size may leave a job inside a segment, which only
-			// the heap serves.
-			hs.fill(&c, cfg.Hysteresis, &h, &segs, leading && len(forced) == 0)
+			hs.fill(&c, cfg.Hysteresis, &h, &segs, leading)
 			if !hs.breakEven(cfg) || round == 3 {
 				break
 			}

@@ -95,7 +95,10 @@ func (hs *hsState) segments(segs []hsSeg, hysteresis float64) []hsSeg {
 		for a.lo+a.next < a.hi {
 			val := hs.value(a, hysteresis)
 			u, v := hs.hulls[a.lo+a.next-1], hs.hulls[a.lo+a.next]
-			segs = append(segs, hsSeg{val, int32(i), a.next, (v.x - u.x) * k})
+			// A job granted a size ahead of the greedy (unblock's trials)
+			// may stand inside its first segment: only the rest is left.
+			from := max(u.x, a.n)
+			segs = append(segs, hsSeg{val, int32(i), a.next, (v.x - from) * k})
 			a.last = val
 			a.next++
 		}

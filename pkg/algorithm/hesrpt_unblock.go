@@ -2,17 +2,22 @@ package algorithm
 
 import (
 	"cmp"
+	"container/heap"
 	"math"
 	"slices"
 )
 
-// maxUnblockTrials bounds how many blocked jobs one allocation tries to
-// unblock; each costs two more runs of the greedy. maxKeepTrials bounds
-// how many preemptions it then undoes, each costing one run per preempted
-// job tried.
+// maxUnblockTrials bounds how many waiting jobs one allocation tries to
+// unblock, each costing two more runs of the greedy; maxKeepTrials how many
+// preempted running jobs it tries to keep, one run each.
 const (
-	maxUnblockTrials = 6
-	maxKeepTrials    = 16
+	maxUnblockTrials = 2
+	maxKeepTrials    = 4
+	// maxCandidates bounds how many jobs each kind of trial looks at.
+	maxCandidates = 16
+	// maxPacks bounds how often one trial repacks the nodes to see whether
+	// what it dropped makes room.
+	maxPacks = 8
 )
 
 // forcedSize is a job granted n workers ahead of the greedy.
@@ -35,10 +40,10 @@ type forcedSize struct{ job, n int }
 // returns the capacity of the allocation kept, which it leaves in hs.st.
 func (hs *hsState) unblock(s *Snapshot, cfg HeSRPTConfig, c capacity, pass func([]forcedSize) capacity) capacity {
 	var (
-		best     = hs.objective(cfg)
-		kept     = slices.Clone(hs.st)
+		best     float64
+		kept     []hsJob // nil until a trial: most allocations need none
 		minimums []forcedSize
-		tried    = map[int]bool{}
+		tried    = [2]map[int]bool{{}, {}}
 	)
 	// try runs the greedy with the sizes forced and keeps the result if it
 	// runs job i and is worth more, by a margin that float sums of the
@@ -48,9 +53,11 @@ func (hs *hsState) unblock(s *Snapshot, cfg HeSRPTConfig, c capacity, pass func(
 		if forced == nil {
 			return false
 		}
+		if kept == nil {
+			best, kept = hs.objective(cfg), slices.Clone(hs.st)
+		}
 		tc := pass(forced)
 		phi := hs.objective(cfg)
-
 		better := hs.st[i].n > 0 && phi > best+1e-9*math.Abs(best)
 		if better {
 			best, c = phi, tc
@@ -59,104 +66,118 @@ func (hs *hsState) unblock(s *Snapshot, cfg HeSRPTConfig, c capacity, pass func(
 		copy(hs.st, kept) // what breakEven capped in the trial goes too
 		return better
 	}
-	for range maxUnblockTrials {
-		i, ok := hs.blocked(s, cfg, &c, tried)
+	// A candidate's trials run the greedy again only when dropping the
+	// jobs that cost least for it gains before any refill: that is cheap
+	// to find, and the greedy is not.
+	for trials, looked := 0, 0; trials < maxUnblockTrials && looked < maxCandidates; looked++ {
+		i, ok := hs.candidate(s, cfg, &c, tried[0], false)
 		if !ok {
 			break
 		}
-		tried[i] = true
+		tried[0][i] = true
+		drop, gain := hs.dropFor(s, cfg, &c, i)
+		if drop == nil || gain <= 0 {
+			continue
+		}
+		trials++
 		withMin := append(slices.Clone(minimums), forcedSize{i, hs.st[i].j.Min})
 		if try(withMin, i) {
 			minimums = withMin
 		}
-		try(hs.dropFor(s, cfg, i), i)
+		try(drop, i)
 	}
 	// No running job is preempted where keeping it, and dropping for it
-	// the jobs whose loss costs least, is worth more: each adoption is
-	// worth strictly more, and they are bounded all the same.
-	for adopted := 0; adopted < maxKeepTrials; adopted++ {
-		if !slices.ContainsFunc(hs.preempted(), func(i int) bool { return try(hs.dropFor(s, cfg, i), i) }) {
+	// the jobs whose loss costs least, is worth more (among those that
+	// could be: see candidate). A job an adoption preempts is a candidate
+	// in turn.
+	for trials, looked := 0, 0; trials < maxKeepTrials && looked < maxCandidates; looked++ {
+		i, ok := hs.candidate(s, cfg, &c, tried[1], true)
+		if !ok {
 			break
+		}
+		tried[1][i] = true
+		if drop, gain := hs.dropFor(s, cfg, &c, i); drop != nil && gain > 0 {
+			trials++
+			try(drop, i)
 		}
 	}
 	return c
 }
 
-// preempted lists the running jobs the allocation in hs.st leaves without
-// GPUs, by ID.
-func (hs *hsState) preempted() []int {
-	var out []int
-	for i := range hs.st {
-		if a := &hs.st[i]; a.n == 0 && a.workers > 0 && a.floor == 0 {
-			out = append(out, i)
-		}
-	}
-	slices.SortFunc(out, func(x, y int) int { return cmp.Compare(hs.st[x].j.ID, hs.st[y].j.ID) })
-	return out
-}
-
 // dropFor is the second alternative of unblock for job i, from the
-// allocation in hs.st: every job keeps its size but those dropped, cheapest
-// loss first (then by ID), until i fits at its size. It is nil when even
-// dropping every job that may be dropped leaves no room.
-func (hs *hsState) dropFor(s *Snapshot, cfg HeSRPTConfig, i int) []forcedSize {
+// allocation in hs.st, which leaves c: every job keeps its size but those
+// dropped, cheapest loss first (then by ID), until i fits at its size (a
+// running job's current one, else its minimum). It also returns what the
+// swap gains by objective before the greedy refills what is left; it is
+// nil when no such drop makes room, or when the swap gains nothing.
+func (hs *hsState) dropFor(s *Snapshot, cfg HeSRPTConfig, c *capacity, i int) ([]forcedSize, float64) {
 	st := hs.st
 	b := &st[i]
-	size := b.j.Min
-	if b.workers >= b.j.Min && b.workers <= b.j.Max {
-		size = b.workers
-	}
-	type victim struct {
-		job  int
-		loss float64
-	}
-	var victims []victim
+	size := hs.size(b)
+	gain := hs.worth(b, size, cfg) + hs.preemption(b, cfg)
+	// The victims come off a heap, cheapest loss first: few are dropped,
+	// and sorting them all cost more than the greedy at 10 000 jobs.
+	vh := victimHeap{st: st}
 	for x := range st {
 		if a := &st[x]; x != i && a.n > 0 && a.floor == 0 {
-			victims = append(victims, victim{x, hs.worth(a, a.n, cfg) + hs.preemption(a, cfg)})
+			vh.q = append(vh.q, victim{x, hs.worth(a, a.n, cfg) + hs.preemption(a, cfg)})
 		}
 	}
-	slices.SortFunc(victims, func(x, y victim) int {
-		if !nearlyEqual(x.loss, y.loss) {
-			return cmp.Compare(x.loss, y.loss)
-		}
-		return cmp.Compare(st[x.job].j.ID, st[y.job].j.ID)
-	})
-	// The others, in an order of the jobs alone (largest workers first,
-	// then by ID), so that packing them does not depend on the snapshot's.
-	others := make([]int, 0, len(st))
+	heap.Init(&vh)
+	dropped := map[int]bool{}
+	freed := 0
+	drop := func() {
+		v := heap.Pop(&vh).(victim)
+		dropped[v.job] = true
+		gain -= v.loss
+		freed += st[v.job].n * int(st[v.job].k)
+	}
+	// First by GPUs alone, which is all that counts without nodes to pack
+	// and is needed with them; most trials end here, gaining nothing.
+	need := size*int(b.k) - c.free
+	for freed < need && vh.Len() > 0 {
+		drop()
+	}
+	if freed < need || gain <= 0 {
+		return nil, gain
+	}
+	// With whole nodes to pack, the others in an order of the jobs alone
+	// (largest workers first, then by ID), so that packing them does not
+	// depend on the snapshot's; counting GPUs, the order does not matter.
+	var others []int
 	for x := range st {
 		if x != i && st[x].n > 0 {
 			others = append(others, x)
 		}
 	}
-	slices.SortFunc(others, func(x, y int) int {
-		if c := cmp.Compare(st[y].k, st[x].k); c != 0 {
-			return c
-		}
-		return cmp.Compare(st[x].j.ID, st[y].j.ID)
-	})
-	dropped := map[int]bool{}
-	fits := func() bool {
-		c := newCapacity(s)
-		for _, x := range others {
-			if a := &st[x]; !dropped[x] {
-				if !c.fits(int(a.k), a.n) {
-					return false
-				}
-				c.take(int(a.k), a.n)
+	if c.byFree != nil {
+		slices.SortFunc(others, func(x, y int) int {
+			if c := cmp.Compare(st[y].k, st[x].k); c != 0 {
+				return c
 			}
+			return cmp.Compare(st[x].j.ID, st[y].j.ID)
+		})
+		// Repacking every job kept is dear: a few times at most.
+		packs := func() bool {
+			nc := newCapacity(s)
+			for _, x := range others {
+				if a := &st[x]; !dropped[x] {
+					if !nc.fits(int(a.k), a.n) {
+						return false
+					}
+					nc.take(int(a.k), a.n)
+				}
+			}
+			return nc.fits(int(b.k), size)
 		}
-		return c.fits(int(b.k), size)
-	}
-	for _, v := range victims {
-		if fits() {
-			break
+		ok := packs()
+		for tries := 0; !ok && tries < maxPacks && vh.Len() > 0; tries++ {
+			drop()
+			ok = packs()
 		}
-		dropped[v.job] = true
-	}
-	if !fits() {
-		return nil
+		if !ok || gain <= 0 {
+			return nil, min(gain, 0)
+		}
 	}
 	out := []forcedSize{{i, size}}
 	for _, x := range others {
@@ -164,46 +185,87 @@ func (hs *hsState) dropFor(s *Snapshot, cfg HeSRPTConfig, i int) []forcedSize {
 			out = append(out, forcedSize{x, a.n})
 		}
 	}
-	return out
+	return out, gain
 }
 
-// blocked returns the waiting job most worth a trial (by how much it
-// could gain, then by ID) among those not tried yet: jobs without GPUs
-// whose minimum fits the empty cluster and whose worth at their minimum
+// victim is a job dropFor may drop, and what dropping it loses.
+type victim struct {
+	job  int
+	loss float64
+}
+
+// victimHeap orders victims by loss, then job ID.
+type victimHeap struct {
+	q  []victim
+	st []hsJob
+}
+
+func (h *victimHeap) Len() int { return len(h.q) }
+func (h *victimHeap) Less(a, b int) bool {
+	x, y := h.q[a], h.q[b]
+	if !nearlyEqual(x.loss, y.loss) {
+		return x.loss < y.loss
+	}
+	return h.st[x.job].j.ID < h.st[y.job].j.ID
+}
+func (h *victimHeap) Swap(a, b int) { h.q[a], h.q[b] = h.q[b], h.q[a] }
+func (h *victimHeap) Push(x any)    { h.q = append(h.q, x.(victim)) }
+func (h *victimHeap) Pop() any {
+	v := h.q[len(h.q)-1]
+	h.q = h.q[:len(h.q)-1]
+	return v
+}
+
+// size is the size unblock gives a job it tries: a running job's current
+// one, else its minimum.
+func (hs *hsState) size(a *hsJob) int {
+	if a.workers >= a.j.Min && a.workers <= a.j.Max {
+		return a.workers
+	}
+	return a.j.Min
+}
+
+// candidate returns the job most worth a trial (by how much it could
+// gain, then by ID) among those not tried yet: waiting jobs without GPUs,
+// or, with preempted, running jobs the allocation preempts, whose
+// minimum fits the empty cluster and whose worth at the size unblock would
+// give them (with, for a running job, the restart its preemption costs)
 // exceeds what the GPUs they lack are worth to the jobs holding them, at
-// least the lowest value per GPU the greedy granted.
-func (hs *hsState) blocked(s *Snapshot, cfg HeSRPTConfig, c *capacity, tried map[int]bool) (int, bool) {
+// least the lowest value per GPU granted. A job that fails that test
+// cannot gain by taking GPUs from others.
+func (hs *hsState) candidate(s *Snapshot, cfg HeSRPTConfig, c *capacity, tried map[int]bool, preempted bool) (int, bool) {
 	st := hs.st
-	low := math.Inf(1)
-	for i := range st {
-		if a := &st[i]; a.n > 0 && a.floor == 0 {
-			low = min(low, hs.marginal(a, cfg.Hysteresis))
-		}
-	}
-	if math.IsInf(low, 1) {
-		low = 0 // nothing granted that could make room
-	}
-	var empty *capacity
 	pick, gain := -1, 0.0
+	low := -1.0 // computed on the first job that needs it
+	var empty *capacity
 	for i := range st {
 		a := &st[i]
-		if a.n > 0 || a.workers > 0 || a.lo+1 >= a.hi || tried[i] {
-			continue // running, or preempted: see unblock's last step
+		if a.n > 0 || (a.workers > 0) != preempted || a.floor > 0 || a.lo+1 >= a.hi || tried[i] {
+			continue
 		}
-		if empty == nil {
+		if low < 0 {
+			low = math.Inf(1)
+			for x := range st {
+				if b := &st[x]; b.n > 0 && b.floor == 0 {
+					low = min(low, hs.marginal(b, cfg.Hysteresis))
+				}
+			}
+			if math.IsInf(low, 1) {
+				low = 0 // nothing granted that could make room
+			}
 			e := newCapacity(s)
 			empty = &e
 		}
-		k := int(a.k)
-		if !empty.fits(k, a.j.Min) {
+		k, m := int(a.k), hs.size(a)
+		if !empty.fits(k, m) {
 			continue // never fits: nothing to unblock
 		}
-		best := hs.worth(a, a.j.Min, cfg) - float64(a.j.Min*k-c.free)*low
-		if best <= 0 {
+		net := hs.worth(a, m, cfg) + hs.preemption(a, cfg) - float64(m*k-c.free)*low
+		if net <= 0 {
 			continue
 		}
-		if tie := pick >= 0 && nearlyEqual(best, gain); pick < 0 || !tie && best > gain || tie && a.j.ID < st[pick].j.ID {
-			pick, gain = i, best
+		if tie := pick >= 0 && nearlyEqual(net, gain); pick < 0 || !tie && net > gain || tie && a.j.ID < st[pick].j.ID {
+			pick, gain = i, net
 		}
 	}
 	return pick, pick >= 0
@@ -274,8 +336,7 @@ func (hs *hsState) preemption(a *hsJob, cfg HeSRPTConfig) float64 {
 
 // force grants a job n workers ahead of the greedy, if they fit, and
 // leaves the rest of its hull to the greedy, from the segment n lies in
-// (on a straight curve the hull may have no vertex at n); only the heap
-// serves a job inside a segment.
+// (on a straight curve the hull may have no vertex at n).
 func (hs *hsState) force(a *hsJob, n int, c *capacity) {
 	if a.next != 1 || a.lo+1 >= a.hi || n < a.j.Min {
 		return // kept at a floor, or no size it can run at

@@ -6,7 +6,7 @@ PKGS     ?= ./...
 FUZZTIME ?= 20s
 BENCHTIME ?= 1s
 # Packages of the pure core: they must not import Kubernetes or net/http.
-CORE     := pkg/api pkg/algorithm pkg/placement pkg/scheduler
+CORE     := pkg/api pkg/algorithm pkg/placement pkg/quota pkg/scheduler
 
 # The container image (make image): assembled without a container engine.
 VERSION  ?= 0.1.0

@@ -116,3 +116,13 @@ func New(name string, cfg Config) (Policy, error) {
 	}
 	return constructors[c](cfg), nil
 }
+
+// Rigid reports whether a policy (by canonical name) runs jobs only at
+// their requested size: its jobs want no more than that.
+func Rigid(name string) bool {
+	switch name {
+	case NameFIFO, NameSRJF, NameTiresias:
+		return true
+	}
+	return false
+}

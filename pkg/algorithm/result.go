@@ -50,6 +50,22 @@ const (
 	// leaves the count out, so that it changes only when the rule does: a
 	// changed message is a status write.)
 	Outbid
+	// AtQuota: the job waits (or runs at Workers) because its queue, Queue,
+	// holds Held GPUs, all its budget for now (Quota: its nominal quota
+	// and what it may borrow); it needs Need GPUs more.
+	AtQuota
+	// Reclaimed: the job was shrunk to Workers workers, or stopped, so
+	// that other queues get back GPUs its queue, Queue, had borrowed; the
+	// queue may hold Quota GPUs now.
+	Reclaimed
+	// NoQueue: the job's queue, Queue, does not exist (or, with Queue
+	// empty, the job names none while the cluster has queues). A waiting
+	// job waits; a running one keeps its Workers until it ends.
+	NoQueue
+	// OverQuota: the job's minimum, Need GPUs, exceeds the Quota GPUs its
+	// queue, Queue, may ever hold (nominal quota plus borrowing limit,
+	// within the GPU type's GPUs).
+	OverQuota
 )
 
 // Reason says in a few words why a job got what it got. It is a small value
@@ -71,6 +87,10 @@ type Reason struct {
 	// Seconds is the work left, at the job's allocation, under which a
 	// running job keeps its size (Finishing).
 	Seconds int
+	// Queue, Held and Quota describe the job's queue (AtQuota,
+	// Reclaimed), in GPUs.
+	Queue       string
+	Held, Quota int
 }
 
 func (r Reason) String() string {
@@ -102,6 +122,26 @@ func (r Reason) String() string {
 			return "running: " + r.size() + ", more would speed it up but the free GPUs are too few or too scattered for a larger size"
 		}
 		return "running: " + r.size() + ", more would speed it up but the other GPUs gain more on other jobs"
+	case AtQuota:
+		if r.Workers > 0 {
+			return fmt.Sprintf("running: %s; more would speed it up but queue %s holds %d GPUs, all it may hold now", r.size(), r.Queue, r.Held)
+		}
+		return fmt.Sprintf("waiting: queue %s is at its quota: it holds %d of the %d GPUs it may hold now; %d GPUs needed", r.Queue, r.Held, r.Quota, r.Need)
+	case Reclaimed:
+		if r.Workers > 0 {
+			return fmt.Sprintf("running: %s, shrunk: other queues take back GPUs queue %s borrowed (it may hold %d now)", r.size(), r.Queue, r.Quota)
+		}
+		return fmt.Sprintf("waiting: stopped as other queues take back GPUs queue %s borrowed (it may hold %d now)", r.Queue, r.Quota)
+	case NoQueue:
+		switch {
+		case r.Queue == "":
+			return "waiting: the cluster shares its GPUs through queues and the job names none: set spec.queueName, or give its namespace a default LocalQueue"
+		case r.Workers > 0:
+			return fmt.Sprintf("running: %s, kept at its size until it ends: its queue %s no longer exists", r.size(), r.Queue)
+		}
+		return fmt.Sprintf("waiting: queue %s does not exist", r.Queue)
+	case OverQuota:
+		return fmt.Sprintf("waiting: its minimum of %d GPUs exceeds the %d GPUs queue %s may ever hold: lower minWorkers or raise the queue's quota or borrowing limit", r.Need, r.Quota, r.Queue)
 	}
 	return fmt.Sprintf("unknown reason %d", r.Code)
 }

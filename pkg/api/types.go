@@ -64,6 +64,9 @@ type JobSpec struct {
 	// node (torchrun's --nproc-per-node, MPI's slots per worker). Zero
 	// means 1.
 	GPUsPerWorker int `json:"gpusPerWorker,omitempty"`
+	// ClusterQueue is the queue whose quota the job's GPUs count against
+	// (docs/queues.md); empty when the cluster has no queues.
+	ClusterQueue string `json:"clusterQueue,omitempty"`
 }
 
 // K returns GPUsPerWorker, defaulting to 1 when unset.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/quota"
 )
 
 // Clock tells the time. The engine reads it at every Step and Tick.
@@ -107,6 +108,14 @@ type Engine struct {
 
 	stopwatch func() time.Time
 	lastRound RoundTimes
+
+	// queues are the queues the GPUs are split among, sorted by name;
+	// queueIdx finds them by name; shares are their parts at the last
+	// rescheduling (see quotas.go).
+	queues     []quota.Queue
+	queueIdx   map[string]int
+	shares     []quota.Share
+	quotaStats QuotaStats
 }
 
 // RoundTimes are how long the parts of the last rescheduling computed.
@@ -285,6 +294,8 @@ func (e *Engine) Step(ev Event) error {
 		return e.stall(ev)
 	case JobUnschedulable:
 		return e.hold(ev)
+	case SetQueues:
+		return e.setQueues(ev)
 	case Tick:
 	default:
 		return fmt.Errorf("unknown event %T", ev)

@@ -22,6 +22,9 @@ type Job struct {
 	Queue int
 
 	Submitted, FirstStarted, LastStarted, Finished time.Time
+	// Grown is when the job last started or grew: a queue's minimum run
+	// time protects its borrowed workers from then on.
+	Grown time.Time
 
 	// Time accounting, in seconds.
 	WaitingSeconds float64

@@ -31,7 +31,13 @@ func (e *Engine) plan() (api.Plan, error) {
 	defer clear(e.snap) // drop the references to speedup curves until the next round
 	e.lastRound = RoundTimes{}
 	start := e.stopwatch()
-	res, err := e.policy.Allocate(snap)
+	var res algorithm.Result
+	var err error
+	if e.queued(snap) {
+		res, err = e.allocateQueues(snap)
+	} else {
+		res, err = e.policy.Allocate(snap)
+	}
 	e.lastRound.Algorithm = e.stopwatch().Sub(start)
 	if err != nil {
 		return api.Plan{}, fmt.Errorf("policy %s: %w", e.policy.Name(), err)
@@ -156,10 +162,15 @@ func (e *Engine) diff(res algorithm.Result, out placement.Output) []api.Action {
 		}
 		nodes := out.Placement[id]
 		reason := policy + ": " + res.Reasons[id].String()
+		if c := res.Reasons[id].Code; c == algorithm.Reclaimed || c == algorithm.AtQuota {
+			reason = "quota: " + res.Reasons[id].String()
+		}
 		switch {
 		case o > 0 && n == 0 && j.Unschedulable != "":
 			groups[halt] = append(groups[halt], api.Action{Kind: api.ActionHalt, Job: id, From: o, To: 0,
 				Reason: "unschedulable: " + j.Unschedulable})
+		case o > 0 && n == 0 && res.Reasons[id].Code == algorithm.Reclaimed:
+			groups[halt] = append(groups[halt], api.Action{Kind: api.ActionHalt, Job: id, From: o, To: 0, Reason: reason})
 		case o > 0 && n == 0:
 			groups[halt] = append(groups[halt], api.Action{Kind: api.ActionHalt, Job: id, From: o, To: 0,
 				Reason: "preempted by " + reason})
@@ -220,9 +231,12 @@ func (e *Engine) assume(plan api.Plan) {
 			} else {
 				j.Restarts++
 			}
-			j.LastStarted, j.SinceStartGPUSeconds = e.now, 0
+			j.LastStarted, j.Grown, j.SinceStartGPUSeconds = e.now, e.now, 0
 			j.Phase, j.Workers, j.Nodes = api.PhaseRunning, a.To, a.Nodes
 		case api.ActionScaleIn, api.ActionScaleOut:
+			if a.Kind == api.ActionScaleOut {
+				j.Grown = e.now
+			}
 			j.Rescales++
 			j.Workers, j.Nodes = a.To, a.Nodes
 		case api.ActionMigrate:
@@ -232,4 +246,18 @@ func (e *Engine) assume(plan api.Plan) {
 			}
 		}
 	}
+}
+
+// queued reports whether the round splits the GPUs among queues: some
+// queue exists, or some job names one (and waits until it exists).
+func (e *Engine) queued(snap algorithm.Snapshot) bool {
+	if len(e.queues) > 0 {
+		return true
+	}
+	for i := range snap.Jobs {
+		if e.jobs[snap.Jobs[i].ID].Spec.ClusterQueue != "" {
+			return true
+		}
+	}
+	return false
 }

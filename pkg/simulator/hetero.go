@@ -595,7 +595,7 @@ func (r *heteroRun) result() HeteroResult {
 			Start: hj.start, Finish: f, JCT: f - sub, Types: hj.visited, Moves: max(len(hj.visited)-1, 0)})
 		res.Makespan = max(res.Makespan, f)
 	}
-	res.LowerBound = r.bound(rigid(r.cfg.Policy))
+	res.LowerBound = r.bound(algorithm.Rigid(r.cfg.Policy))
 	return res
 }
 

@@ -36,17 +36,8 @@ func (r *run) result() Result {
 		return cmp.Compare(a.Name, b.Name)
 	})
 	res.Makespan = last - first
-	res.LowerBound = r.lowerBound(rigid(res.Policy))
+	res.LowerBound = r.lowerBound(algorithm.Rigid(res.Policy))
 	return res
-}
-
-// rigid reports whether a policy runs jobs only at their requested size.
-func rigid(policy string) bool {
-	switch policy {
-	case algorithm.NameFIFO, algorithm.NameSRJF, algorithm.NameTiresias:
-		return true
-	}
-	return false
 }
 
 // lowerBound is the bound on mean JCT for the policy's class. It starts

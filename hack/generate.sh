@@ -35,11 +35,15 @@ cd "$root"
 # The Helm chart carries its own copy (a chart cannot reach outside itself).
 mkdir -p "$out/deploy/helm/voda/files"
 cp "$out/deploy/crds/vodascheduler.io_trainingjobs.yaml" "$out/deploy/helm/voda/files/trainingjobs-crd.yaml"
+cp "$out/deploy/crds/vodascheduler.io_clusterqueues.yaml" "$out/deploy/helm/voda/files/clusterqueues-crd.yaml"
+cp "$out/deploy/crds/vodascheduler.io_localqueues.yaml" "$out/deploy/helm/voda/files/localqueues-crd.yaml"
 "$bin" crd:maxDescLen=0 paths=volcano.sh/apis/pkg/apis/scheduling/v1beta1 output:crd:dir="$out/internal/testenv/crds/volcano"
 
 if [ "${1:-}" = "--check" ]; then
 	stale=0
 	for f in pkg/apis/vodascheduler/v1alpha1/zz_generated.deepcopy.go deploy/crds/vodascheduler.io_trainingjobs.yaml deploy/helm/voda/files/trainingjobs-crd.yaml \
+		deploy/crds/vodascheduler.io_clusterqueues.yaml deploy/helm/voda/files/clusterqueues-crd.yaml \
+		deploy/crds/vodascheduler.io_localqueues.yaml deploy/helm/voda/files/localqueues-crd.yaml \
 		internal/testenv/crds/volcano/scheduling.volcano.sh_podgroups.yaml internal/testenv/crds/volcano/scheduling.volcano.sh_queues.yaml; do
 		if ! cmp -s "$out/$f" "$root/$f"; then
 			echo "generate: $f is stale; run make generate and commit"

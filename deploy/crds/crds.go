@@ -9,3 +9,13 @@ import _ "embed"
 //
 //go:embed vodascheduler.io_trainingjobs.yaml
 var TrainingJob []byte
+
+// ClusterQueue is the ClusterQueue CRD as YAML.
+//
+//go:embed vodascheduler.io_clusterqueues.yaml
+var ClusterQueue []byte
+
+// LocalQueue is the LocalQueue CRD as YAML.
+//
+//go:embed vodascheduler.io_localqueues.yaml
+var LocalQueue []byte

@@ -148,8 +148,10 @@ func (e *Env) startControllers(ctx context.Context, kcmPort, schedPort int) erro
 			return err
 		}
 	}
-	if err := e.ApplyCRDs(ctx, crds.TrainingJob); err != nil {
-		return err
+	for _, crd := range [][]byte{crds.TrainingJob, crds.ClusterQueue, crds.LocalQueue} {
+		if err := e.ApplyCRDs(ctx, crd); err != nil {
+			return err
+		}
 	}
 	if err := e.waitHealthy(ctx, kcm, kcmPort); err != nil {
 		return err

@@ -51,6 +51,9 @@ type Queue struct {
 	// started from being taken back for fair sharing. It never delays
 	// giving a queue its nominal quota.
 	MinRunTime time.Duration
+	// KeepRunning never stops a running job of the queue for another job
+	// of the queue; the policy may still shrink it to its minimum.
+	KeepRunning bool
 }
 
 // Validate reports every problem with a queue in one error, naming the

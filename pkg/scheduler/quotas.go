@@ -213,7 +213,7 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 			got[i] = e.reclaim(e.queues[i].Name, runs[i].jobs, shares[i].Budget, res)
 			continue
 		}
-		n, err := e.allocateQueue(snap.Now, runs[i].jobs, shares[i].Budget, res)
+		n, err := e.allocateQueue(snap.Now, e.queues[i], runs[i].jobs, shares[i].Budget, res)
 		if err != nil {
 			return res, fmt.Errorf("queue %s: %w", e.queues[i].Name, err)
 		}
@@ -238,7 +238,7 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 			if reclaimed[i] || len(runs[i].jobs) == 0 || more[i].Budget <= shares[i].Budget {
 				continue
 			}
-			n, err := e.allocateQueue(snap.Now, runs[i].jobs, more[i].Budget, res)
+			n, err := e.allocateQueue(snap.Now, e.queues[i], runs[i].jobs, more[i].Budget, res)
 			if err != nil {
 				return res, fmt.Errorf("queue %s: %w", e.queues[i].Name, err)
 			}
@@ -259,10 +259,13 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 
 // allocateQueue runs the policy on one queue's jobs with budget GPUs,
 // writes its decision into res and returns the GPUs it hands out.
-func (e *Engine) allocateQueue(now time.Time, jobs []algorithm.Job, budget int, res algorithm.Result) (int, error) {
+func (e *Engine) allocateQueue(now time.Time, q quota.Queue, jobs []algorithm.Job, budget int, res algorithm.Result) (int, error) {
 	r, err := e.policy.Allocate(algorithm.Snapshot{Now: now, GPUs: budget, Jobs: jobs})
 	if err != nil {
 		return 0, err
+	}
+	if q.KeepRunning {
+		keepRunning(jobs, r, budget)
 	}
 	n := 0
 	for _, v := range jobs {
@@ -271,6 +274,59 @@ func (e *Engine) allocateQueue(now time.Time, jobs []algorithm.Job, budget int, 
 		n += r.Allocation[v.ID] * max(v.GPUsPerWorker, 1)
 	}
 	return n, nil
+}
+
+// keepRunning gives every job the policy stopped, of a queue whose running
+// jobs are never stopped for its own others, its minimum back: room comes
+// from the jobs the policy started in the round, the last submitted first,
+// then from workers above other jobs' minimums.
+func keepRunning(jobs []algorithm.Job, r algorithm.Result, budget int) {
+	used := 0
+	for i := range jobs {
+		used += r.Allocation[jobs[i].ID] * max(jobs[i].GPUsPerWorker, 1)
+	}
+	for i := range jobs {
+		v := &jobs[i]
+		if v.Workers == 0 || r.Allocation[v.ID] > 0 {
+			continue
+		}
+		k := max(v.GPUsPerWorker, 1)
+		need := v.Min * k
+		for used+need > budget && freeOne(jobs, r, &used, func(w *algorithm.Job) bool { return w.Workers == 0 && r.Allocation[w.ID] > 0 }, true) {
+		}
+		for used+need > budget && freeOne(jobs, r, &used, func(w *algorithm.Job) bool { return r.Allocation[w.ID] > w.Min }, false) {
+		}
+		if used+need <= budget {
+			r.Allocation[v.ID] = v.Min
+			r.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Allocated, Workers: v.Min, PerWorker: v.GPUsPerWorker}
+			used += need
+		}
+	}
+}
+
+// freeOne takes GPUs from the last-submitted job that may give them:
+// all its workers (whole) or one.
+func freeOne(jobs []algorithm.Job, r algorithm.Result, used *int, may func(*algorithm.Job) bool, whole bool) bool {
+	for i := len(jobs) - 1; i >= 0; i-- {
+		w := &jobs[i]
+		if !may(w) {
+			continue
+		}
+		k := max(w.GPUsPerWorker, 1)
+		n := 1
+		if whole {
+			n = r.Allocation[w.ID]
+		}
+		r.Allocation[w.ID] -= n
+		*used -= n * k
+		if r.Allocation[w.ID] == 0 {
+			r.Reasons[w.ID] = algorithm.Reason{Code: algorithm.NoRoom, Need: w.Min * k, PerWorker: w.GPUsPerWorker}
+		} else {
+			r.Reasons[w.ID] = algorithm.Reason{Code: algorithm.Allocated, Workers: r.Allocation[w.ID], PerWorker: w.GPUsPerWorker}
+		}
+		return true
+	}
+	return false
 }
 
 // reclaim brings a queue holding more than its budget down to it: first

@@ -277,3 +277,23 @@ func hasReclaim(p api.Plan, e *scheduler.Engine, queue string) bool {
 	}
 	return false
 }
+
+// In a queue whose running jobs are never stopped for its others, a job
+// SRJF would preempt for a shorter one keeps running at its minimum.
+func TestKeepRunningWithinQueue(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		q := teamQueue("a", 4)
+		q.KeepRunning = keep
+		e, c := queuedEngine(t, algorithm.NameSRJF, 1, q)
+		spec := api.JobSpec{MinWorkers: 4, MaxWorkers: 4, ClusterQueue: "a"}
+		must(t, e.Step(scheduler.JobSubmitted{ID: "long", Spec: spec, Remaining: 1e6}))
+		tickPlan(t, e)
+		c.t = c.t.Add(time.Minute)
+		must(t, e.Step(scheduler.JobSubmitted{ID: "short", Spec: spec, Remaining: 10}))
+		tickPlan(t, e)
+		long, short := workersOf(e, "long"), workersOf(e, "short")
+		if keep && (long != 4 || short != 0) || !keep && (long != 0 || short != 4) {
+			t.Errorf("keepRunning %v: long on %d, short on %d", keep, long, short)
+		}
+	}
+}

@@ -12,9 +12,16 @@ var GroupVersion = schema.GroupVersion{Group: "vodascheduler.io", Version: "v1al
 // Resource is the TrainingJob resource.
 var Resource = GroupVersion.WithResource("trainingjobs")
 
+// The queue resources.
+var (
+	ClusterQueueResource = GroupVersion.WithResource("clusterqueues")
+	LocalQueueResource   = GroupVersion.WithResource("localqueues")
+)
+
 // AddToScheme registers the TrainingJob types with a scheme.
 func AddToScheme(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &TrainingJob{}, &TrainingJobList{})
+	s.AddKnownTypes(GroupVersion, &TrainingJob{}, &TrainingJobList{},
+		&ClusterQueue{}, &ClusterQueueList{}, &LocalQueue{}, &LocalQueueList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

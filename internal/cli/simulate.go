@@ -15,6 +15,7 @@ import (
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/model"
+	"github.com/vodascheduler/voda/pkg/quota"
 	"github.com/vodascheduler/voda/pkg/simulator"
 )
 
@@ -28,6 +29,8 @@ type simulateFlags struct {
 	rigidShare                             float64
 	output, perJob, plot, html             string
 	policyParams                           []string
+	queues, spread, gpuType                string
+	teams                                  int
 }
 
 func newSimulateCmd() *cobra.Command {
@@ -78,15 +81,23 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
   voda simulate --gpu-types v100=2x4,p100=4x4,k80=6x4 --gavel ../shared/traces/gavel --jobs 300 --jobs-per-hour 1`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, name := range []string{"queues", "teams", "spread", "gpu-type"} {
+				if cmd.Flags().Changed(name) && h.gpuTypes != "" {
+					return usageError{fmt.Errorf("--%s applies to a cluster of one GPU type, not with --gpu-types", name)}
+				}
+			}
 			if h.gpuTypes != "" {
 				return runHetero(cmd, f, h)
 			}
-			for _, name := range []string{"gavel", "type-choice", "jobs-per-hour"} {
+			for _, name := range []string{"type-choice", "jobs-per-hour"} {
 				if cmd.Flags().Changed(name) {
 					return usageError{fmt.Errorf("--%s applies only with --gpu-types", name)}
 				}
 			}
-			return runSimulate(cmd, f)
+			if cmd.Flags().Changed("gavel") != (f.gpuType != "") {
+				return usageError{errors.New("--gavel without --gpu-types needs --gpu-type (and --workload, a Gavel or Shockwave .trace file): the GPU type whose throughputs the jobs run at")}
+			}
+			return runSimulate(cmd, f, h)
 		},
 	}
 	h.add(cmd)
@@ -110,6 +121,10 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
 	fl.StringVar(&f.output, "output", "table", "output format: table, json or csv")
 	fl.StringVar(&f.perJob, "per-job", "", "also write one CSV row per job to this file")
 	fl.StringVar(&f.plot, "plot", "", "also write SVG plots (JCT CDF, GPUs allocated over time) into this directory")
+	fl.StringVar(&f.queues, "queues", "", "split the GPUs among teams: a YAML file of ClusterQueue objects (vodascheduler.io/v1alpha1, one quota each); jobs name their queue in the workload's queue column, or --spread spreads them (docs/queues.md)")
+	fl.IntVar(&f.teams, "teams", 0, "split the GPUs among this many teams (team-a, team-b, …) of equal nominal quota in one cohort, instead of --queues")
+	fl.StringVar(&f.spread, "spread", "", "with --queues or --teams, for workloads without a queue column: even (jobs spread evenly over the queues) or half (the first queue submits half of the jobs, the others share the rest)")
+	fl.StringVar(&f.gpuType, "gpu-type", "", "with --gavel and a .trace --workload: the GPU type whose throughputs the jobs run at (e.g. v100), on --nodes × --gpus-per-node GPUs")
 	fl.StringVar(&f.html, "html", "", fmt.Sprintf("also write a self-contained HTML page to this file: each run's summary, GPUs in use over time, and a timeline of its jobs' GPUs and events (at most %d job rows in all, shared among the runs, first submitted first)", htmlRows))
 	return cmd
 }
@@ -133,8 +148,8 @@ func (s *simulation) check() error {
 	return nil
 }
 
-func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
-	s, err := prepareSimulation(cmd, f)
+func runSimulate(cmd *cobra.Command, f *simulateFlags, h *heteroFlags) error {
+	s, err := prepareSimulation(cmd, f, h)
 	if err == nil {
 		err = s.check()
 	}
@@ -177,7 +192,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	return nil
 }
 
-func prepareSimulation(cmd *cobra.Command, f *simulateFlags) (*simulation, error) {
+func prepareSimulation(cmd *cobra.Command, f *simulateFlags, h *heteroFlags) (*simulation, error) {
 	changed := cmd.Flags().Changed
 	if changed("rate-limit") && changed("interval") {
 		return nil, errors.New("--rate-limit and --interval exclude each other: choose event-driven or fixed-interval rescheduling")
@@ -246,20 +261,92 @@ func prepareSimulation(cmd *cobra.Command, f *simulateFlags) (*simulation, error
 		}
 		s.cfgs = append(s.cfgs, cfg)
 	}
-	if f.workload != "" {
-		if changed("jobs") || changed("load") || changed("seed") || changed("rigid-share") {
-			return nil, errors.New("--jobs, --load, --seed and --rigid-share shape the synthetic workload; they do not apply with --workload")
+	switch {
+	case f.workload != "" && (changed("jobs") || changed("load") || changed("seed") || changed("rigid-share")):
+		return nil, errors.New("--jobs, --load, --seed and --rigid-share shape the synthetic workload; they do not apply with --workload")
+	case f.gpuType != "":
+		if err := s.readTrace(f, h); err != nil {
+			return nil, err
 		}
-		s.workloads, err = simulator.ReadWorkloads(f.workload, s.catalog)
-		return s, err
+	case f.workload != "":
+		if s.workloads, err = simulator.ReadWorkloads(f.workload, s.catalog); err != nil {
+			return nil, err
+		}
+	default:
+		w, err := simulator.Generate(simulator.GenConfig{Jobs: f.jobs, Load: f.load, Seed: f.seed, RigidShare: f.rigidShare,
+			GPUsPerNode: f.gpusPerNode, MaxGPUs: f.nodes * f.gpusPerNode}, s.catalog, simulator.Batches(cat))
+		if err != nil {
+			return nil, fmt.Errorf("invalid flags: %w", err)
+		}
+		s.workloads = []simulator.Workload{w}
 	}
-	w, err := simulator.Generate(simulator.GenConfig{Jobs: f.jobs, Load: f.load, Seed: f.seed, RigidShare: f.rigidShare,
-		GPUsPerNode: f.gpusPerNode, MaxGPUs: f.nodes * f.gpusPerNode}, s.catalog, simulator.Batches(cat))
+	return s, s.addQueues(f)
+}
+
+// readTrace reads a Gavel or Shockwave trace (--workload) to run at one
+// GPU type's throughputs (--gpu-type) from a Gavel-format table (--gavel:
+// the file, or a directory holding simulation_throughputs.json).
+func (s *simulation) readTrace(f *simulateFlags, h *heteroFlags) error {
+	if f.workload == "" || f.profiles != "" {
+		return errors.New("--gpu-type needs --workload, a Gavel or Shockwave .trace file, and takes its throughputs from --gavel, not --profiles")
+	}
+	path := h.gavel
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		path = filepath.Join(path, "simulation_throughputs.json")
+	}
+	table, err := simulator.ReadGavelThroughputs(path)
 	if err != nil {
-		return nil, fmt.Errorf("invalid flags: %w", err)
+		return err
 	}
-	s.workloads = []simulator.Workload{w}
-	return s, nil
+	hw, err := simulator.ReadGavelTrace(f.workload, table)
+	if err != nil {
+		return err
+	}
+	w, cat, err := simulator.SingleType(hw, table, f.gpuType)
+	if err != nil {
+		return fmt.Errorf("--gpu-type %s: %w", f.gpuType, err)
+	}
+	s.workloads, s.catalog = []simulator.Workload{w}, cat
+	return nil
+}
+
+// addQueues sets the queues of --queues or --teams on every run and
+// spreads the workloads' jobs over them with --spread.
+func (s *simulation) addQueues(f *simulateFlags) error {
+	var qs []quota.Queue
+	var err error
+	switch {
+	case f.queues != "" && f.teams != 0:
+		return errors.New("--queues and --teams exclude each other: give the queues in a file, or as a number of equal teams")
+	case f.queues != "":
+		qs, err = simulator.ReadQueues(f.queues)
+	case f.teams != 0:
+		qs, err = simulator.TeamQueues(f.teams, f.nodes*f.gpusPerNode)
+	case f.spread != "":
+		return errors.New("--spread needs queues to spread the jobs over: --queues or --teams")
+	}
+	if err != nil {
+		return fmt.Errorf("--queues: %w", err)
+	}
+	if len(qs) == 0 {
+		return nil
+	}
+	for i := range s.cfgs {
+		s.cfgs[i].Queues = qs
+	}
+	if f.spread == "" {
+		return nil
+	}
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		names[i] = q.Name
+	}
+	for i, w := range s.workloads {
+		if s.workloads[i], err = simulator.SpreadQueues(w, names, f.spread); err != nil {
+			return fmt.Errorf("--spread: %w", err)
+		}
+	}
+	return nil
 }
 
 func parsePolicies(list string) ([]string, error) {

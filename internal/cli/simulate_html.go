@@ -141,6 +141,8 @@ func htmlMetrics(s simulator.Summary) []htmlMetric {
 		m("restarts_per_job", "Restarts per job", s.RestartsPerJob, two(s.RestartsPerJob)),
 		m("lower_bound_s", "Lower bound on average JCT", s.LowerBound, humanSeconds(s.LowerBound)),
 		m("jct_over_bound", "Average JCT / bound", s.JCTOverBound, two(s.JCTOverBound)),
+		m("worst_rho", "Worst finish-time fairness ρ", s.WorstRho, two(s.WorstRho)),
+		m("share_rho_above_1_05", "Jobs with ρ > 1.05", s.ShareRhoAbove105, pct(s.ShareRhoAbove105)),
 	}
 }
 

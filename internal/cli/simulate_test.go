@@ -31,7 +31,7 @@ func TestSimulateJSONContract(t *testing.T) {
 		return k
 	}
 	wantResult := []string{"avg_jct_s", "avg_queue_s", "eff_util", "gpu_util", "gpus_per_worker", "jct_over_bound", "jobs", "lower_bound_s",
-		"makespan_s", "p50_jct_s", "p99_jct_s", "policy", "rescales_per_job", "restarts_per_job", "sim_wall_s", "workload"}
+		"makespan_s", "p50_jct_s", "p99_jct_s", "policy", "rescales_per_job", "restarts_per_job", "share_rho_above_1_05", "sim_wall_s", "workload", "worst_rho"}
 	wantMean := []string{"avg_jct_s", "lower_bound_s", "makespan_s", "p99_jct_s", "policy", "workloads"}
 	if len(doc["results"]) != 2 || len(doc["mean"]) != 2 {
 		t.Fatalf("got %d results and %d means, want 2 and 2", len(doc["results"]), len(doc["mean"]))

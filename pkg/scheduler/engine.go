@@ -116,6 +116,9 @@ type Engine struct {
 	queueIdx   map[string]int
 	shares     []quota.Share
 	quotaStats QuotaStats
+	// replan asks for another rescheduling after this one (a queue gave
+	// GPUs back and its policy did not run).
+	replan bool
 }
 
 // RoundTimes are how long the parts of the last rescheduling computed.
@@ -631,7 +634,8 @@ func (e *Engine) Tick() (api.Plan, error) {
 		e.scheduled, e.lastSchedule = true, e.now
 		return api.Plan{}, fmt.Errorf("reschedule %s: %w", e.gpuType, err)
 	}
-	e.dirty, e.needPlacement, e.planned = false, false, e.now
+	e.dirty, e.needPlacement, e.planned = e.replan, false, e.now
+	e.replan = false
 	if len(plan.Actions) > 0 {
 		// The rate limit bounds churn: only rounds that change something
 		// open a new window.

@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -204,13 +205,17 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 	shares := quota.Split(max(gpus, 0), e.queues, demands)
 	got := make([]int, len(runs))
 	reclaimed := make([]bool, len(runs))
+	// First the queues within their budgets: what they take decides what
+	// the queues over theirs must give back.
+	var over []int
+	taken := 0
 	for i := range runs {
 		if len(runs[i].jobs) == 0 {
 			continue
 		}
 		if shares[i].Budget < demands[i].Used {
-			reclaimed[i] = true
-			got[i] = e.reclaim(e.queues[i].Name, runs[i].jobs, shares[i].Budget, res)
+			over = append(over, i)
+			taken += demands[i].Used
 			continue
 		}
 		n, err := e.allocateQueue(snap.Now, e.queues[i], runs[i].jobs, shares[i].Budget, res)
@@ -218,32 +223,44 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 			return res, fmt.Errorf("queue %s: %w", e.queues[i].Name, err)
 		}
 		got[i] = n
+		taken += n
+	}
+	// A queue over its budget gives back only what the others take,
+	// the highest weighted share first, never going below its budget;
+	// the rest keep what they hold and their policies size their jobs
+	// within it.
+	deficit := taken - max(gpus, 0)
+	slices.SortStableFunc(over, func(a, b int) int {
+		return cmp.Compare(e.weightedShare(b, demands[b].Used), e.weightedShare(a, demands[a].Used))
+	})
+	for _, i := range over {
+		give := min(max(deficit, 0), demands[i].Used-shares[i].Budget)
+		budget := demands[i].Used - give
+		if give > 0 {
+			// The queue's policy sees it again at the next rescheduling,
+			// within the budget: stopping whole jobs can free more than
+			// the reclaim needed.
+			reclaimed[i], e.replan = true, true
+			got[i] = e.reclaim(e.queues[i].Name, runs[i].jobs, budget, res)
+			deficit -= demands[i].Used - got[i]
+			shares[i].Budget = budget
+			continue
+		}
+		n, err := e.allocateQueue(snap.Now, e.queues[i], runs[i].jobs, budget, res)
+		if err != nil {
+			return res, fmt.Errorf("queue %s: %w", e.queues[i].Name, err)
+		}
+		got[i] = n
+		shares[i].Budget = budget
 	}
 	// A queue whose policy left part of its budget unused (rigid jobs,
-	// sizes that do not tile it, speedups that stop growing) lends it to
-	// the others in a second pass.
-	used := 0
-	for _, n := range got {
-		used += n
-	}
-	if used < gpus {
-		again := slices.Clone(demands)
-		for i := range again {
-			if got[i] < shares[i].Budget || reclaimed[i] {
-				again[i].Want = got[i]
-			}
-		}
-		more := quota.Split(max(gpus, 0), e.queues, again)
-		for i := range runs {
-			if reclaimed[i] || len(runs[i].jobs) == 0 || more[i].Budget <= shares[i].Budget {
-				continue
-			}
-			n, err := e.allocateQueue(snap.Now, e.queues[i], runs[i].jobs, more[i].Budget, res)
-			if err != nil {
-				return res, fmt.Errorf("queue %s: %w", e.queues[i].Name, err)
-			}
-			got[i], shares[i] = n, more[i]
-		}
+	// sizes that do not tile it, speedups that stop growing) lends it:
+	// the queues that want more, lowest weighted share first, each in
+	// turn may take all that is left within its limits, the others held
+	// at what they took. Borrowing GPU by GPU alone could leave every
+	// queue a little short of its next job's size and the GPUs idle.
+	if err := e.spreadLeftover(snap.Now, gpus, runs, demands, shares, got, reclaimed, res); err != nil {
+		return res, err
 	}
 	for i := range runs {
 		for _, v := range runs[i].jobs {
@@ -255,6 +272,74 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 	}
 	e.shares = shares
 	return res, nil
+}
+
+// spreadLeftover hands out the GPUs the queues' policies left unused; see
+// allocateQueues.
+func (e *Engine) spreadLeftover(now time.Time, gpus int, runs []queueRun, demands []quota.Demand, shares []quota.Share, got []int,
+	reclaimed []bool, res algorithm.Result) error {
+	// What a reclaim freed beyond its need (a whole worker or job more
+	// than the GPUs asked for) stays with the queue that gave it: lent
+	// now, it would be taken back at the next rescheduling.
+	used := 0
+	for i, n := range got {
+		if reclaimed[i] {
+			n = max(n, shares[i].Budget)
+		}
+		used += n
+	}
+	var order []int
+	for i := range runs {
+		if len(runs[i].jobs) > 0 && !reclaimed[i] && got[i] < demands[i].Want {
+			order = append(order, i)
+		}
+	}
+	share := func(i int) float64 {
+		q := e.queues[i]
+		if q.Weight == 0 {
+			return math.Inf(1)
+		}
+		return float64(max(got[i]-q.Nominal, 0)) / q.Weight
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(share(a), share(b)) })
+	for _, i := range order {
+		if used >= gpus {
+			break
+		}
+		again := make([]quota.Demand, len(demands))
+		for j := range demands {
+			again[j] = quota.Demand{Used: got[j], Want: got[j]}
+		}
+		again[i].Want = demands[i].Want
+		// The others keep what they took, some of it borrowed from this
+		// queue's quota: only the GPUs left are free.
+		more := quota.Split(gpus, e.queues, again)[i]
+		more.Budget = min(more.Budget, got[i]+gpus-used)
+		if more.Budget <= got[i] {
+			continue
+		}
+		n, err := e.allocateQueue(now, e.queues[i], runs[i].jobs, more.Budget, res)
+		if err != nil {
+			return fmt.Errorf("queue %s: %w", e.queues[i].Name, err)
+		}
+		used += n - got[i]
+		got[i] = n
+		shares[i].Budget, shares[i].Borrowed = more.Budget, max(more.Budget-shares[i].Guaranteed, 0)
+	}
+	return nil
+}
+
+// weightedShare is queue i's use above its nominal quota over its weight.
+func (e *Engine) weightedShare(i, used int) float64 {
+	q := e.queues[i]
+	above := used - q.Nominal
+	if above <= 0 {
+		return 0
+	}
+	if q.Weight == 0 {
+		return math.Inf(1)
+	}
+	return float64(above) / q.Weight
 }
 
 // allocateQueue runs the policy on one queue's jobs with budget GPUs,
@@ -330,7 +415,7 @@ func freeOne(jobs []algorithm.Job, r algorithm.Result, used *int, may func(*algo
 }
 
 // reclaim brings a queue holding more than its budget down to it: first
-// its jobs' workers above their minimums, those whose loss slows their
+// (under an elastic policy) its jobs' workers above their minimums, those whose loss slows their
 // job least for the GPUs they free first, then whole jobs, the last
 // started first, so that the jobs admitted first, whose minimums its
 // nominal quota covers, go on. Waiting jobs stay waiting. It writes res
@@ -339,11 +424,14 @@ func (e *Engine) reclaim(queue string, jobs []algorithm.Job, budget int, res alg
 	held := 0
 	h := &lossHeap{}
 	alloc := make(map[api.JobID]int, len(jobs))
+	// A rigid policy runs jobs at their requested size only: they stop
+	// rather than shrink.
+	shrinks := !algorithm.Rigid(e.policy.Name())
 	for i := range jobs {
 		v := &jobs[i]
 		alloc[v.ID] = v.Workers
 		held += v.Workers * max(v.GPUsPerWorker, 1)
-		if v.Workers > v.Min {
+		if shrinks && v.Workers > v.Min {
 			h.items = append(h.items, lossItem{job: v, loss: shrinkLoss(v, v.Workers)})
 		}
 	}
@@ -376,13 +464,27 @@ func (e *Engine) reclaim(queue string, jobs []algorithm.Job, budget int, res alg
 			}
 			return cmp.Compare(b.ID, a.ID)
 		})
+		var stoppedJobs []*Job
 		for _, j := range running {
 			if held <= budget {
 				break
 			}
 			held -= alloc[j.ID] * j.Spec.K()
 			alloc[j.ID] = 0
-			stopped++
+			stoppedJobs = append(stoppedJobs, j)
+		}
+		// Stopping whole jobs overshoots: those stopped first (the last
+		// started) that fit again keep running.
+		for _, j := range stoppedJobs {
+			if n := e.jobs[j.ID].Workers; held+n*j.Spec.K() <= budget {
+				alloc[j.ID] = n
+				held += n * j.Spec.K()
+			}
+		}
+		for _, j := range stoppedJobs {
+			if alloc[j.ID] == 0 {
+				stopped++
+			}
 		}
 	}
 	e.quotaStats.Reclaims++

@@ -189,11 +189,11 @@ func TestSetQueuesRefusesBadSettings(t *testing.T) {
 // TestQueuesDoNotTakeGPUsBackAndForth runs random workloads of teams
 // through the engine, jobs arriving and finishing, and checks after every
 // round that no queue holds more than the GPUs, that a queue with demand
-// holds its quota within one round, and that no queue takes GPUs back
+// holds its quota within one round (when the quotas fit the GPUs), and that no queue takes GPUs back
 // from another that took GPUs back from it in the previous round while no
 // job arrived or ended in between.
 func TestQueuesDoNotTakeGPUsBackAndForth(t *testing.T) {
-	for seed := range uint64(40) {
+	for seed := range uint64(60) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		policy := algorithm.Names()[r.IntN(len(algorithm.Names()))]
 		var qs []quota.Queue
@@ -207,6 +207,10 @@ func TestQueuesDoNotTakeGPUsBackAndForth(t *testing.T) {
 			qs = append(qs, q)
 		}
 		e, c := queuedEngine(t, policy, 6, qs...)
+		nominal := 0
+		for _, q := range qs {
+			nominal += q.Nominal
+		}
 		prevTook := map[[2]string]bool{}
 		jobs := 0
 		for round := range 60 {
@@ -244,7 +248,7 @@ func TestQueuesDoNotTakeGPUsBackAndForth(t *testing.T) {
 				if s.Used > before[s.Name] {
 					gained = append(gained, s.Name)
 				}
-				if s.Pending > 0 && s.Used+s.Pending <= s.Nominal && policy != algorithm.NameFIFO && policy != algorithm.NameSRJF && policy != algorithm.NameTiresias {
+				if nominal <= e.GPUs() && s.Pending > 0 && s.Used+s.Pending <= s.Nominal && policy != algorithm.NameFIFO && policy != algorithm.NameSRJF && policy != algorithm.NameTiresias {
 					t.Errorf("seed %d round %d (%s): queue %s holds %d of %d with %d GPUs of jobs waiting", seed, round, policy, s.Name, s.Used, s.Nominal, s.Pending)
 				}
 			}

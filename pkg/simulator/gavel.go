@@ -214,6 +214,12 @@ var gavelFormats = []gavelFormat{
 	// job_type, command, num_steps_arg, needs_data_dir, total_steps,
 	// arrival_time, scale_factor
 	{name: "msr", fields: 7, steps: 4, scale: 6, arrival: 5},
+	// Shockwave's (Zheng et al., NSDI'23): job_type, command,
+	// working_directory, num_steps_arg, needs_data_dir, total_steps,
+	// scale_factor, mode, priority_weight, SLO, duration, arrival_time.
+	// The mode (a batch size that adapts during training) is not
+	// simulated: jobs run their type's throughput throughout.
+	{name: "shockwave", fields: 12, steps: 5, scale: 6, arrival: 11},
 }
 
 // maxGavelLine bounds one trace line (a job's command is a few hundred bytes).
@@ -256,7 +262,7 @@ func ReadGavelTrace(path string, t *GavelTable) (HeteroWorkload, error) {
 		rec := strings.Split(text, "\t")
 		if format == nil {
 			if format = pickGavelFormat(len(rec)); format == nil {
-				return HeteroWorkload{}, fmt.Errorf("%s:%d: %d tab-separated fields, want 10 (physical_cluster format) or 7 (msr format)", path, line, len(rec))
+				return HeteroWorkload{}, fmt.Errorf("%s:%d: %d tab-separated fields, want 10 (physical_cluster format), 7 (msr format) or 12 (Shockwave's format)", path, line, len(rec))
 			}
 		}
 		if len(rec) != format.fields {

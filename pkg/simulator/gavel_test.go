@@ -349,7 +349,7 @@ func TestGavelTraceErrors(t *testing.T) {
 		want    string // right after the path
 	}{
 		"too few fields":           {good + "A3C\tx\ty\n", ":2: 3 tab-separated fields, want 10"},
-		"unknown format":           {"A3C\tx\ty\tz\n", ":1: 4 tab-separated fields, want 10 (physical_cluster format) or 7 (msr format)"},
+		"unknown format":           {"A3C\tx\ty\tz\n", ":1: 4 tab-separated fields, want 10 (physical_cluster format), 7 (msr format) or 12 (Shockwave's format)"},
 		"formats mixed":            {good + goodMSR, ":2: 7 tab-separated fields, want 10"},
 		"non-numeric steps":        {good + "A3C\tc\td\ta\t0\tmany\t1\t1\t-1\t0\n", `:2: total_steps "many"`},
 		"negative steps":           {good + "A3C\tc\td\ta\t0\t-5\t1\t1\t-1\t0\n", `:2: total_steps "-5"`},

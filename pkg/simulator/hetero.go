@@ -245,30 +245,7 @@ func RunHetero(cfg HeteroConfig, w HeteroWorkload, table *GavelTable) (HeteroRes
 func (r *heteroRun) prepare(j HeteroJob, table *GavelTable) (*hjob, error) {
 	hj := &hjob{HeteroJob: j, thr: map[string][]float64{}, max: map[string]int{}}
 	for _, t := range r.cfg.Types {
-		curve := make([]float64, 9)
-		best := 0.0
-		for n := 1; n <= 8; n++ {
-			if v, ok := table.StepsPerSecond(t.Name, j.JobType, n); ok && v > best {
-				best = v
-			}
-			curve[n] = best // monotone: more GPUs never run slower (Voda would not use them)
-		}
-		// Fill the unmeasured counts (3, 5, 6, 7) between measured points.
-		for n := 1; n <= 8; n++ {
-			if _, ok := table.StepsPerSecond(t.Name, j.JobType, n); ok || curve[n] == 0 {
-				continue
-			}
-			lo, hi := n-1, n+1
-			for hi <= 8 {
-				if _, ok := table.StepsPerSecond(t.Name, j.JobType, hi); ok {
-					break
-				}
-				hi++
-			}
-			if hi <= 8 && curve[hi] > curve[lo] {
-				curve[n] = curve[lo] + (curve[hi]-curve[lo])*float64(n-lo)/float64(hi-lo)
-			}
-		}
+		curve := gavelCurve(table, t.Name, j.JobType, 8)
 		if curve[1] <= 0 {
 			continue // the job does not run on this type (Gavel measured no throughput)
 		}

@@ -31,6 +31,31 @@ type Summary struct {
 	// GPUsPerWorker is the jobs' worker size: "1", "4", or a range such
 	// as "1-8" when they differ.
 	GPUsPerWorker string `json:"gpus_per_worker"`
+	// WorstRho is the largest finish-time fairness ρ of a job
+	// (JobResult.Rho); ShareRhoAbove105 the share of jobs with ρ > 1.05.
+	WorstRho         float64 `json:"worst_rho"`
+	ShareRhoAbove105 float64 `json:"share_rho_above_1_05"`
+	// Queues is, with queues, how each queue's jobs fared.
+	Queues []QueueSummary `json:"queues,omitempty"`
+	// Reclaims counts, with queues, the times a queue gave GPUs back;
+	// ReclaimsByShrinkShare the share of those done by shrinking jobs
+	// alone (absent when there were none); StoppedByReclaim the jobs
+	// stopped.
+	Reclaims              int      `json:"reclaims,omitempty"`
+	ReclaimsByShrinkShare *float64 `json:"reclaims_by_shrink_share,omitempty"`
+	StoppedByReclaim      int      `json:"stopped_by_reclaim,omitempty"`
+}
+
+// QueueSummary is one queue's part of a run's metrics.
+type QueueSummary struct {
+	Name    string  `json:"name"`
+	Jobs    int     `json:"jobs"`
+	MeanJCT float64 `json:"mean_jct_s"`
+	// AloneJCT and SharingIncentive are absent when some job of the
+	// queue cannot run on its nominal quota alone.
+	AloneJCT         *float64 `json:"alone_jct_s"`
+	SharingIncentive *float64 `json:"sharing_incentive"`
+	BelowNominal     float64  `json:"below_nominal_with_demand_s"`
 }
 
 // Mean averages one policy's summaries over workloads.
@@ -84,7 +109,27 @@ func Summarise(r Result) Summary {
 	if hi > lo {
 		s.GPUsPerWorker += "-" + strconv.Itoa(hi)
 	}
+	above := 0
+	for _, j := range r.Jobs {
+		s.WorstRho = max(s.WorstRho, j.Rho)
+		if j.Rho > 1.05 {
+			above++
+		}
+	}
 	n := float64(len(r.Jobs))
+	s.ShareRhoAbove105 = float64(above) / n
+	for _, q := range r.Queues {
+		qs := QueueSummary{Name: q.Name, Jobs: q.Jobs, MeanJCT: round(q.MeanJCT, 0.1), BelowNominal: round(q.BelowNominal, 0.1)}
+		if !math.IsNaN(q.AloneJCT) && q.AloneJCT > 0 {
+			alone, si := round(q.AloneJCT, 0.1), round(q.SharingIncentive(), 1e-3)
+			qs.AloneJCT, qs.SharingIncentive = &alone, &si
+		}
+		s.Queues = append(s.Queues, qs)
+	}
+	if r.Quota.Reclaims > 0 {
+		share := round(float64(r.Quota.ByShrinking)/float64(r.Quota.Reclaims), 1e-3)
+		s.Reclaims, s.ReclaimsByShrinkShare, s.StoppedByReclaim = r.Quota.Reclaims, &share, r.Quota.Stopped
+	}
 	s.AvgJCT /= n
 	s.AvgQueue /= n
 	s.RescalesPerJob /= n
@@ -116,6 +161,7 @@ func (s Summary) rounded() Summary {
 	s.GPUUtil, s.EffUtil, s.JCTOverBound = round(s.GPUUtil, 1e-4), round(s.EffUtil, 1e-4), round(s.JCTOverBound, 1e-3)
 	s.RescalesPerJob, s.RestartsPerJob = round(s.RescalesPerJob, 1e-3), round(s.RestartsPerJob, 1e-3)
 	s.SimWall = round(s.SimWall, 1e-3)
+	s.WorstRho, s.ShareRhoAbove105 = round(s.WorstRho, 1e-3), round(s.ShareRhoAbove105, 1e-4)
 	return s
 }
 
@@ -194,6 +240,9 @@ func (rep Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := rep.writeQueues(w); err != nil {
+		return err
+	}
 	if len(rep.Estimates) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -260,4 +309,33 @@ func WritePerJob(w io.Writer, results []Result) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// writeQueues prints, for runs with queues, each queue's figures.
+func (rep Report) writeQueues(w io.Writer) error {
+	if !slices.ContainsFunc(rep.Results, func(s Summary) bool { return len(s.Queues) > 0 }) {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POLICY\tWORKLOAD\tQUEUE\tJOBS\tAVG JCT\tALONE\tSHARING INCENTIVE\tBELOW QUOTA\tRECLAIMS (BY SHRINKING)\tWORST RHO\tRHO>1.05\t")
+	for _, s := range rep.Results {
+		for i, q := range s.Queues {
+			alone, si := "-", "-"
+			if q.AloneJCT != nil {
+				alone, si = dur(*q.AloneJCT), strconv.FormatFloat(*q.SharingIncentive, 'f', 2, 64)
+			}
+			reclaims, rho, share := "", "", ""
+			if i == 0 {
+				reclaims = "0"
+				if s.ReclaimsByShrinkShare != nil {
+					reclaims = fmt.Sprintf("%d (%.0f%%)", s.Reclaims, 100**s.ReclaimsByShrinkShare)
+				}
+				rho, share = strconv.FormatFloat(s.WorstRho, 'f', 2, 64), fmt.Sprintf("%.1f%%", 100*s.ShareRhoAbove105)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Policy, s.Workload, q.Name, q.Jobs,
+				dur(q.MeanJCT), alone, si, dur(q.BelowNominal), reclaims, rho, share)
+		}
+	}
+	return tw.Flush()
 }

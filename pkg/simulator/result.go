@@ -8,6 +8,7 @@ import (
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/cluster/sim"
 )
 
 func (r *run) result() Result {
@@ -23,6 +24,7 @@ func (r *run) result() Result {
 			Min: ji.spec.MinWorkers, Max: ji.spec.MaxWorkers, GPUsPerWorker: ji.spec.K(),
 			Submit: submit, Start: r.seconds(j.FirstStarted), Finish: fin,
 			JCT: fin - submit, GPUSeconds: j.GPUSeconds, Rescales: j.Rescales, Restarts: j.Restarts,
+			QueueName: ji.QueueName,
 		}
 		jr.Queue = jr.Start - submit
 		res.Jobs = append(res.Jobs, jr)
@@ -37,6 +39,23 @@ func (r *run) result() Result {
 	})
 	res.Makespan = last - first
 	res.LowerBound = r.lowerBound(algorithm.Rigid(res.Policy))
+	r.finishTimeFairness(res.Jobs)
+	if r.queues != nil {
+		res.Quota = r.engine.QuotaStats()
+		for i, q := range r.cfg.Queues {
+			qr := QueueResult{Name: q.Name, BelowNominal: r.queues.total[i], AloneJCT: math.NaN()}
+			for _, j := range res.Jobs {
+				if j.QueueName == q.Name {
+					qr.Jobs++
+					qr.MeanJCT += j.JCT
+				}
+			}
+			if qr.Jobs > 0 {
+				qr.MeanJCT /= float64(qr.Jobs)
+			}
+			res.Queues = append(res.Queues, qr)
+		}
+	}
 	return res
 }
 
@@ -210,4 +229,59 @@ func (h *remHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// finishTimeFairness sets every job's Rho. Time alone: the job's work at
+// its requested size, its GPUs packed on the fewest nodes. Contention:
+// the mean number of jobs present (submitted, not finished) over the
+// job's life, divided by the GPUs, at least 1.
+func (r *run) finishTimeFairness(jobs []JobResult) {
+	type edge struct {
+		t float64
+		d int
+	}
+	edges := make([]edge, 0, 2*len(jobs))
+	for _, j := range jobs {
+		edges = append(edges, edge{j.Submit, 1}, edge{j.Finish, -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := cmp.Compare(a.t, b.t); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.d, b.d) // finishes first at a tie
+	})
+	// times[i] is edge i's time, area[i] the integral of the jobs present
+	// up to it, counts[i] the jobs present just after it.
+	times := make([]float64, len(edges))
+	area := make([]float64, len(edges))
+	counts := make([]int, len(edges))
+	for i, e := range edges {
+		times[i] = e.t
+		if i > 0 {
+			area[i] = area[i-1] + float64(counts[i-1])*(e.t-edges[i-1].t)
+			counts[i] = counts[i-1]
+		}
+		counts[i] += e.d
+	}
+	at := func(t float64) float64 {
+		i, _ := slices.BinarySearch(times, t)
+		if i == 0 {
+			return 0
+		}
+		return area[i-1] + float64(counts[i-1])*(t-times[i-1])
+	}
+	gpus := float64(r.cfg.Nodes * r.cfg.GPUsPerNode)
+	for i := range jobs {
+		j := &jobs[i]
+		ji := r.info[api.JobID(j.Name)]
+		k := ji.spec.K()
+		alone := ji.steps * ji.model.StepSeconds(sim.PackedShape(ji.spec.Requested()*k, r.cfg.GPUsPerNode), ji.Batch)
+		contention := 1.0
+		if life := j.Finish - j.Submit; life > 0 {
+			contention = max(1, (at(j.Finish)-at(j.Submit))/life/gpus)
+		}
+		if alone > 0 {
+			j.Rho = j.JCT / (alone * contention)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/cluster/sim"
 	"github.com/vodascheduler/voda/pkg/estimator"
+	"github.com/vodascheduler/voda/pkg/quota"
 	"github.com/vodascheduler/voda/pkg/scheduler"
 )
 
@@ -40,6 +41,12 @@ type Config struct {
 	// RecordEvents keeps every job's history in Result.Events (for
 	// `voda simulate --html`). Off, it costs nothing.
 	RecordEvents bool
+	// Queues split the GPUs among teams (docs/queues.md); every job then
+	// names one (Job.QueueName). Each queue's jobs are also run alone on
+	// a static partition of its nominal quota, for its sharing incentive,
+	// unless alone is set (as it is in those runs).
+	Queues []quota.Queue
+	alone  bool
 }
 
 // The kinds of information policies get.
@@ -72,6 +79,11 @@ func (c Config) Validate() error {
 	if _, err := algorithm.Canonical(c.Policy); err != nil {
 		errs = append(errs, err)
 	}
+	for _, q := range c.Queues {
+		if err := q.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("queue %s: %w", q.Name, err))
+		}
+	}
 	if err := c.Tiresias.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -97,6 +109,12 @@ type JobResult struct {
 	GPUSeconds    float64
 	Rescales      int
 	Restarts      int
+	// QueueName is the job's queue, with queues.
+	QueueName string
+	// Rho is the job's finish-time fairness (Shockwave): its JCT over its
+	// time alone at its requested size times the cluster's contention
+	// over its life, max(1, mean jobs present ÷ GPUs).
+	Rho float64
 }
 
 // Point is the number of GPUs allocated from time T (seconds) on.
@@ -124,6 +142,10 @@ type Result struct {
 	// Events, with Config.RecordEvents, is every submission, action and
 	// completion in the order it happened.
 	Events []Event
+	// Queues is, with queues, how each queue's jobs fared, by name; Quota
+	// what taking borrowed GPUs back cost.
+	Queues []QueueResult
+	Quota  scheduler.QuotaStats
 }
 
 // Event is one change in one job's life.
@@ -192,7 +214,13 @@ func Run(cfg Config, w Workload, cat Catalog) (Result, error) {
 	if err := r.loop(); err != nil {
 		return Result{}, fmt.Errorf("%s on %s: %w", cfg.Policy, w.Name, err)
 	}
-	return r.result(), nil
+	res := r.result()
+	if len(cfg.Queues) > 0 && !cfg.alone {
+		if err := aloneJCTs(cfg, w, cat, res.Queues); err != nil {
+			return Result{}, err
+		}
+	}
+	return res, nil
 }
 
 type run struct {
@@ -209,6 +237,9 @@ type run struct {
 	tl       []Point
 	nextTick time.Time
 	events   []Event // with cfg.RecordEvents
+
+	// queues, with Config.Queues, measures time below nominal quota.
+	queues *queueTracker
 
 	// With estimated information: the estimator, each job's number of
 	// reports, and the errors at the checkpoints.
@@ -248,6 +279,16 @@ func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
 		return nil, err
 	}
 	r.engine = e
+	if err := checkQueues(cfg.Queues, w); err != nil {
+		return nil, fmt.Errorf("workload %s: %w", w.Name, err)
+	}
+	if len(cfg.Queues) > 0 {
+		if err := e.Step(scheduler.SetQueues{Queues: cfg.Queues}); err != nil {
+			return nil, err
+		}
+		round := max(cfg.RateLimit, cfg.Interval)
+		r.queues = newQueueTracker(cfg.Queues, (round + cfg.RestartDelay).Seconds())
+	}
 	if cfg.Information == InfoEstimated {
 		r.est, r.reports, r.estErr = estimator.New(), map[api.JobID]int{}, map[int][]float64{}
 	}
@@ -320,7 +361,7 @@ func (r *run) prepare(j Job, cat Catalog, total int) (*jobInfo, error) {
 			j.GPUs, req, k, r.cfg.GPUsPerNode, r.cfg.GPUsPerNode/k, room)
 	}
 	hi := max(min(min(m.MaxWorkers(j.Batch), total)/k, room), 1, req)
-	ji.spec = api.JobSpec{MinWorkers: 1, MaxWorkers: hi, RequestedWorkers: req}
+	ji.spec = api.JobSpec{MinWorkers: 1, MaxWorkers: hi, RequestedWorkers: req, ClusterQueue: j.QueueName}
 	if j.Rigid {
 		ji.spec.MinWorkers, ji.spec.MaxWorkers = req, req
 	}
@@ -367,6 +408,12 @@ func (r *run) loop() error {
 		if err := r.maybeSchedule(t); err != nil {
 			return err
 		}
+		if r.queues != nil {
+			r.queues.observe(r, r.seconds(t))
+		}
+	}
+	if r.queues != nil {
+		r.queues.close(r.seconds(r.clock.t))
 	}
 	return nil
 }
@@ -553,14 +600,17 @@ func (r *run) record(t time.Time) {
 	r.tl = append(r.tl, p)
 }
 
+// errNeverFinish is a run some of whose jobs can never finish.
+var errNeverFinish = errors.New("jobs never finish")
+
 // stuck explains why jobs can never finish.
 func (r *run) stuck() error {
 	total := r.cfg.Nodes * r.cfg.GPUsPerNode
 	for _, j := range r.engine.Jobs() {
 		if j.Phase == api.PhaseWaiting {
-			return fmt.Errorf("%d jobs never finish: %s waits on a cluster of %d GPUs (%s)",
-				len(r.w.Jobs)-r.done, j.ID, total, j.Message)
+			return fmt.Errorf("%w: %d jobs: %s waits on a cluster of %d GPUs (%s)",
+				errNeverFinish, len(r.w.Jobs)-r.done, j.ID, total, j.Message)
 		}
 	}
-	return fmt.Errorf("%d jobs never finish", len(r.w.Jobs)-r.done)
+	return fmt.Errorf("%w: %d jobs", errNeverFinish, len(r.w.Jobs)-r.done)
 }

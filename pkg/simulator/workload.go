@@ -47,6 +47,9 @@ type Job struct {
 	// Rigid jobs run at GPUs only, under every policy: their minimum and
 	// maximum are their size (the synthetic workload's RigidShare).
 	Rigid bool
+	// QueueName is the ClusterQueue whose quota the job counts against
+	// (the optional queue column, or SpreadQueues); empty without queues.
+	QueueName string
 }
 
 // Workload is a named list of jobs, sorted by submission time then name.
@@ -79,8 +82,36 @@ func ReadWorkload(path string, cat Catalog) (Workload, error) {
 
 var header = []string{"name", "time", "application", "num_replicas", "batch_size"}
 
-// perWorkerColumn is the optional sixth column.
-const perWorkerColumn = "gpus_per_worker"
+// The optional columns, after the five of the header, in any order.
+const (
+	perWorkerColumn = "gpus_per_worker"
+	queueColumn     = "queue"
+)
+
+// columns locates the optional columns of a workload file; -1 when absent.
+type columns struct{ total, perWorker, queue int }
+
+// parseHeader checks the header line and finds the optional columns.
+func parseHeader(rec []string) (columns, error) {
+	got := trimAll(rec)
+	c := columns{total: len(got), perWorker: -1, queue: -1}
+	ok := len(got) >= len(header) && slices.Equal(got[:len(header)], header)
+	for i := len(header); ok && i < len(got); i++ {
+		switch {
+		case got[i] == perWorkerColumn && c.perWorker < 0:
+			c.perWorker = i
+		case got[i] == queueColumn && c.queue < 0:
+			c.queue = i
+		default:
+			ok = false
+		}
+	}
+	if !ok {
+		return c, fmt.Errorf("1: header is %q, want %q and optionally %s and %s: the Pollux artifact's workload format (docs/simulator.md); Gavel's traces are read with --gpu-types and --gavel, and traces of durations alone (Tiresias', Philly's) have no throughputs to simulate",
+			strings.Join(rec, ","), strings.Join(header, ","), perWorkerColumn, queueColumn)
+	}
+	return c, nil
+}
 
 // ParseWorkload parses a workload CSV from r. Errors start with the line
 // number ("3: …").
@@ -90,7 +121,7 @@ func ParseWorkload(r io.Reader, name string, cat Catalog) (Workload, error) {
 	cr.ReuseRecord = true
 	w := Workload{Name: name}
 	seen := map[string]int{}
-	columns := len(header)
+	var cols columns
 	for line := 1; ; line++ {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -104,20 +135,15 @@ func ParseWorkload(r io.Reader, name string, cat Catalog) (Workload, error) {
 			return Workload{}, fmt.Errorf("%d: %w", line, err)
 		}
 		if line == 1 {
-			got := trimAll(rec)
-			if len(got) == columns+1 && got[columns] == perWorkerColumn {
-				got, columns = got[:columns], columns+1
-			}
-			if !slices.Equal(got, header) {
-				return Workload{}, fmt.Errorf("1: header is %q, want %q (and optionally %s): the Pollux artifact's workload format (docs/simulator.md); Gavel's traces are read with --gpu-types and --gavel, and traces of durations alone (Tiresias', Philly's) have no throughputs to simulate",
-					strings.Join(rec, ","), strings.Join(header, ","), perWorkerColumn)
+			if cols, err = parseHeader(rec); err != nil {
+				return Workload{}, err
 			}
 			continue
 		}
-		if len(rec) != columns {
-			return Workload{}, fmt.Errorf("%d: %d fields, want %d as the header has", line, len(rec), columns)
+		if len(rec) != cols.total {
+			return Workload{}, fmt.Errorf("%d: %d fields, want %d as the header has", line, len(rec), cols.total)
 		}
-		j, err := parseJob(trimAll(rec), cat)
+		j, err := parseJob(trimAll(rec), cols, cat)
 		if err != nil {
 			return Workload{}, fmt.Errorf("%d: %w", line, err)
 		}
@@ -145,7 +171,7 @@ func trimAll(rec []string) []string {
 	return out
 }
 
-func parseJob(rec []string, cat Catalog) (Job, error) {
+func parseJob(rec []string, cols columns, cat Catalog) (Job, error) {
 	j := Job{Name: rec[0], Model: rec[2]}
 	if j.Name == "" {
 		return Job{}, errors.New("name is empty")
@@ -161,12 +187,15 @@ func parseJob(rec []string, cat Catalog) (Job, error) {
 	if j.Batch, err = strconv.Atoi(rec[4]); err != nil || j.Batch < 1 || j.Batch > 100_000_000 {
 		return Job{}, fmt.Errorf("batch_size %q: want a positive global batch size", rec[4])
 	}
-	if len(rec) > len(header) && rec[len(header)] != "" {
-		k, err := strconv.Atoi(rec[len(header)])
+	if c := cols.perWorker; c >= 0 && rec[c] != "" {
+		k, err := strconv.Atoi(rec[c])
 		if err != nil || k < 1 || k > 64 {
-			return Job{}, fmt.Errorf("%s %q: want the GPUs of one worker, 1 to 64 (empty for the default)", perWorkerColumn, rec[len(header)])
+			return Job{}, fmt.Errorf("%s %q: want the GPUs of one worker, 1 to 64 (empty for the default)", perWorkerColumn, rec[c])
 		}
 		j.GPUsPerWorker = k
+	}
+	if c := cols.queue; c >= 0 {
+		j.QueueName = rec[c]
 	}
 	if _, err := cat.Lookup(j.Model); err != nil {
 		return Job{}, fmt.Errorf("application %q: %w", j.Model, err)

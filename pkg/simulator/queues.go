@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -66,12 +67,16 @@ func ParseQueues(data []byte) ([]quota.Queue, error) {
 			doc--
 			continue
 		}
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal(raw, &tm); err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		if tm.Kind != "ClusterQueue" || tm.APIVersion != v1alpha1.GroupVersion.String() {
+			return nil, fmt.Errorf("document %d is %s %s: want kind ClusterQueue, apiVersion %s", doc, tm.APIVersion, tm.Kind, v1alpha1.GroupVersion)
+		}
 		var cq v1alpha1.ClusterQueue
 		if err := yaml.UnmarshalStrict(raw, &cq); err != nil {
 			return nil, fmt.Errorf("document %d: %w", doc, err)
-		}
-		if cq.Kind != "ClusterQueue" || cq.APIVersion != v1alpha1.GroupVersion.String() {
-			return nil, fmt.Errorf("document %d is %s %s: want kind ClusterQueue, apiVersion %s", doc, cq.APIVersion, cq.Kind, v1alpha1.GroupVersion)
 		}
 		if err := cq.Validate(); err != nil {
 			return nil, fmt.Errorf("document %d: %w", doc, err)

@@ -88,9 +88,10 @@ type Reason struct {
 	// running job keeps its size (Finishing).
 	Seconds int
 	// Queue, Held and Quota describe the job's queue (AtQuota,
-	// Reclaimed), in GPUs.
+	// Reclaimed), in GPUs; Problem why its queue is not known (NoQueue).
 	Queue       string
 	Held, Quota int
+	Problem     string
 }
 
 func (r Reason) String() string {
@@ -134,6 +135,10 @@ func (r Reason) String() string {
 		return fmt.Sprintf("waiting: stopped as other queues take back GPUs queue %s borrowed (it may hold %d now)", r.Queue, r.Quota)
 	case NoQueue:
 		switch {
+		case r.Problem != "" && r.Workers > 0:
+			return fmt.Sprintf("running: %s, kept at its size until it ends: %s", r.size(), r.Problem)
+		case r.Problem != "":
+			return "waiting: " + r.Problem
 		case r.Queue == "":
 			return "waiting: the cluster shares its GPUs through queues and the job names none: set spec.queueName, or give its namespace a default LocalQueue"
 		case r.Workers > 0:

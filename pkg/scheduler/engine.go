@@ -299,6 +299,8 @@ func (e *Engine) Step(ev Event) error {
 		return e.hold(ev)
 	case SetQueues:
 		return e.setQueues(ev)
+	case JobQueue:
+		return e.setJobQueue(ev)
 	case Tick:
 	default:
 		return fmt.Errorf("unknown event %T", ev)

@@ -58,6 +58,9 @@ type Job struct {
 	// its workers: the policy does not see it until it is cleared (see
 	// JobUnschedulable).
 	Unschedulable string
+	// QueueProblem, when set, says why the job's queue cannot be known:
+	// it waits (see JobQueue).
+	QueueProblem string
 
 	// Accounted is the instant the counters above hold for, in the copies
 	// Engine.Job and Engine.Jobs return; the engine ignores it otherwise.

@@ -255,7 +255,7 @@ func (e *Engine) queued(snap algorithm.Snapshot) bool {
 		return true
 	}
 	for i := range snap.Jobs {
-		if e.jobs[snap.Jobs[i].ID].Spec.ClusterQueue != "" {
+		if j := e.jobs[snap.Jobs[i].ID]; j.Spec.ClusterQueue != "" || j.QueueProblem != "" {
 			return true
 		}
 	}

@@ -23,6 +23,34 @@ type SetQueues struct{ Queues []quota.Queue }
 
 func (SetQueues) isEvent() {}
 
+// JobQueue sets the queue a job's GPUs count against, or, with Problem
+// set, holds the job because its queue cannot be known (the LocalQueue it
+// names does not exist, its ClusterQueue does not admit the job's
+// namespace…): a waiting job waits and says Problem, a running one keeps
+// its size until it ends or the problem goes.
+type JobQueue struct {
+	ID           api.JobID
+	ClusterQueue string
+	Problem      string
+}
+
+func (JobQueue) isEvent() {}
+
+func (e *Engine) setJobQueue(ev JobQueue) error {
+	j, ok := e.jobs[ev.ID]
+	if !ok {
+		return fmt.Errorf("job %s is not known", ev.ID)
+	}
+	if j.Spec.ClusterQueue == ev.ClusterQueue && j.QueueProblem == ev.Problem {
+		return nil
+	}
+	j.Spec.ClusterQueue, j.QueueProblem = ev.ClusterQueue, ev.Problem
+	if j.active() {
+		e.dirty = true
+	}
+	return nil
+}
+
 // QuotaStats counts what taking borrowed GPUs back cost.
 type QuotaStats struct {
 	// Reclaims counts queues that had to give GPUs back in a round;
@@ -171,9 +199,10 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 		j := e.jobs[v.ID]
 		k := j.Spec.K()
 		i, ok := e.queueIdx[j.Spec.ClusterQueue]
-		if !ok {
+		if !ok || j.QueueProblem != "" {
 			res.Allocation[v.ID] = j.Workers
-			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.NoQueue, Queue: j.Spec.ClusterQueue, Workers: j.Workers, PerWorker: v.GPUsPerWorker}
+			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.NoQueue, Queue: j.Spec.ClusterQueue, Problem: j.QueueProblem,
+				Workers: j.Workers, PerWorker: v.GPUsPerWorker}
 			gpus -= j.Workers * k
 			continue
 		}

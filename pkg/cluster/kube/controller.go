@@ -138,6 +138,13 @@ type Controller struct {
 	// not both tell it.
 	heldMu sync.Mutex
 	held   map[api.JobID]string
+	// queues is the queue objects as the engines were last given them;
+	// jobQueues where each job's GPUs count, as its engine was last told;
+	// both guarded by mu. queuesInstalled says the API server serves the
+	// queue kinds (queues.go).
+	queues          queueView
+	jobQueues       map[api.JobID]queueOf
+	queuesInstalled bool
 }
 
 // New returns a controller that reads and writes through c, waits for
@@ -179,6 +186,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		moving:      map[api.JobID]api.GPUType{},
 		refused:     map[api.JobID]types.UID{},
 		held:        map[api.JobID]string{},
+		jobQueues:   map[api.JobID]queueOf{},
 		reader:      c,
 		est:         estimator.New(),
 		learned:     map[api.JobID]int32{},
@@ -257,6 +265,16 @@ func (c *Controller) restore(ctx context.Context) error {
 			return err
 		}
 	}
+	queues, err := c.readQueues(ctx)
+	if err != nil {
+		return err
+	}
+	c.queues = queues
+	for _, e := range c.engines {
+		if err := e.eng.Step(scheduler.SetQueues{Queues: queues.quotasFor(e.gpuType)}); err != nil {
+			return err
+		}
+	}
 	var jobs v1alpha1.TrainingJobList
 	if err := c.client.List(ctx, &jobs); err != nil {
 		return fmt.Errorf("list training jobs: %w", err)
@@ -297,6 +315,14 @@ func (c *Controller) restore(ctx context.Context) error {
 			}
 		}
 		if !rec.Phase.Final() {
+			q, err := c.resolveQueue(ctx, tj, queues)
+			if err != nil {
+				return err
+			}
+			if err := e.eng.Step(scheduler.JobQueue{ID: rec.ID, ClusterQueue: q.clusterQueue, Problem: q.problem}); err != nil {
+				return err
+			}
+			c.jobQueues[rec.ID] = q
 			// Held before the first round, as the reconciler would hold it.
 			why, err := c.unschedulableReason(ctx, tj)
 			if err != nil {

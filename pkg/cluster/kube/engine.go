@@ -64,6 +64,9 @@ func newEngine(c *Controller, t api.GPUType) *engine {
 		// New and parseSettings validated the policy and rate limit.
 		panic(fmt.Sprintf("scheduler for %s: %v", t, err))
 	}
+	if err := eng.Step(scheduler.SetQueues{Queues: c.queues.quotasFor(t)}); err != nil {
+		c.log.Error(err, "queues", "gpuType", t)
+	}
 	e := &engine{c: c, gpuType: t, eng: eng, written: map[api.JobID]written{}, known: map[api.JobID]bool{}}
 	e.loop = scheduler.NewLoop(eng, e, scheduler.SystemClock{})
 	e.loop.OnError = func(err error) { c.log.Error(err, "scheduler", "gpuType", t) }
@@ -200,10 +203,10 @@ func (e *engine) persist(ctx context.Context, j scheduler.Job, force bool) error
 // one that has a status but is unknown here (its GPU type's engine was
 // just created) is restored from it. A job no node can run (unschedulable,
 // its reason) is held in the same step, before any round could start it.
-func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob, unschedulable string) error {
+func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob, unschedulable string, q queueOf) error {
 	id := jobID(client.ObjectKeyFromObject(tj))
 	if e.knows(id) {
-		return nil
+		return e.c.setJobQueue(ctx, e, id, q)
 	}
 	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
 		if _, ok := en.Job(id); ok {
@@ -234,6 +237,12 @@ func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob, unschedula
 				return err
 			}
 		}
+		if err := en.Step(scheduler.JobQueue{ID: id, ClusterQueue: q.clusterQueue, Problem: q.problem}); err != nil {
+			return err
+		}
+		e.c.mu.Lock()
+		e.c.jobQueues[id] = q
+		e.c.mu.Unlock()
 		e.setKnown(id, true)
 		j, _ := en.Job(id)
 		return e.persist(ctx, j, true)

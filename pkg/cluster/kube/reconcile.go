@@ -63,8 +63,26 @@ func (c *Controller) Setup(mgr ctrl.Manager) error {
 		nodes = nodes.WatchesRawSource(c.foreignPodSource())
 	}
 	err = nodes.Complete(reconcile.Func(c.reconcileNode))
-	if err != nil || c.opts.ConfigNamespace == "" {
+	if err != nil {
 		return err
+	}
+	if c.queuesInstalled = queueCRDsInstalled(mgr.GetRESTMapper()); c.queuesInstalled {
+		toQueues := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+			return []reconcile.Request{queuesKey}
+		})
+		err := ctrl.NewControllerManagedBy(mgr).
+			Named("queues").
+			Watches(&v1alpha1.ClusterQueue{}, toQueues).
+			Watches(&v1alpha1.LocalQueue{}, toQueues).
+			Complete(reconcile.Func(c.reconcileQueues))
+		if err != nil {
+			return err
+		}
+	} else {
+		c.log.Info("the queue CRDs are not installed: every job shares every GPU (docs/queues.md)")
+	}
+	if c.opts.ConfigNamespace == "" {
+		return nil
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("settings").
@@ -278,8 +296,14 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 			return reconcile.Result{}, err
 		}
 	}
+	var q queueOf
+	if !tj.Status.Phase.Final() {
+		if q, err = c.resolveQueue(ctx, &tj, c.currentQueues()); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	e := c.engineFor(gt)
-	if err := e.admit(ctx, &tj, unschedulable); err != nil {
+	if err := e.admit(ctx, &tj, unschedulable, q); err != nil {
 		return reconcile.Result{}, fmt.Errorf("admit %s: %w", id, err)
 	}
 	if tj.Status.Phase.Final() {
@@ -389,6 +413,9 @@ func (c *Controller) forget(ctx context.Context, id api.JobID) error {
 	c.heldMu.Lock()
 	delete(c.held, id)
 	c.heldMu.Unlock()
+	c.mu.Lock()
+	delete(c.jobQueues, id)
+	c.mu.Unlock()
 	if !ok {
 		return nil
 	}

@@ -41,6 +41,7 @@ func specOf(tj *v1alpha1.TrainingJob, acc v1alpha1.Accelerators) api.JobSpec {
 		Priority:         int(s.Priority),
 		Epochs:           int(s.Epochs),
 		Category:         s.Category,
+		ClusterQueue:     tj.Status.ClusterQueue,
 	}
 }
 
@@ -54,6 +55,7 @@ func statusOf(j scheduler.Job) v1alpha1.TrainingJobStatus {
 		Message:               j.Message,
 		Workers:               int32(j.Workers),
 		Queue:                 int32(j.Queue),
+		ClusterQueue:          j.Spec.ClusterQueue,
 		SubmitTime:            timeOf(j.Submitted),
 		FirstStartTime:        timeOf(j.FirstStarted),
 		LastStartTime:         timeOf(j.LastStarted),

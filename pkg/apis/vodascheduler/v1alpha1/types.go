@@ -147,6 +147,14 @@ type TrainingJobSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Category string `json:"category,omitempty"`
+	// QueueName is the LocalQueue of the job's namespace whose
+	// ClusterQueue's quota the job's GPUs count against
+	// (docs/queues.md). Empty: the namespace's LocalQueue named
+	// "default", if any; on a cluster without queues, none.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="queueName is immutable"
+	QueueName string `json:"queueName,omitempty"`
 	// Submitter is the user who submitted the job through Voda's REST API,
 	// as that API authenticated them; it decides who may see and delete
 	// the job there. Jobs created with kubectl leave it empty.
@@ -288,6 +296,10 @@ type TrainingJobStatus struct {
 	// Queue is the Tiresias queue, 0 being the highest.
 	// +optional
 	Queue int32 `json:"queue,omitempty"`
+	// ClusterQueue is the ClusterQueue whose quota the job's GPUs count
+	// against, as its LocalQueue named it when Voda admitted it.
+	// +optional
+	ClusterQueue string `json:"clusterQueue,omitempty"`
 
 	// SubmitTime is when Voda first saw the job.
 	// +optional

@@ -19,8 +19,8 @@ const describeEvents = 10
 
 func newDescribeCmd() *cobra.Command {
 	var cf clientFlags
-	describe := groupCmd("describe job NAME", "Show a training job in detail",
-		"Show a training job in detail.\n"+clientHelp, "job NAME", &cf)
+	describe := groupCmd("describe (job NAME | queue NAME)", "Show a training job or a queue in detail",
+		"Show a training job or a queue in detail.\n"+clientHelp, "job NAME or queue NAME", &cf)
 	job := &cobra.Command{
 		Use:     "job NAME",
 		Aliases: []string{"jobs", "tj"},
@@ -44,7 +44,7 @@ func newDescribeCmd() *cobra.Command {
 		},
 		ValidArgsFunction: cf.completeJobs,
 	}
-	describe.AddCommand(job)
+	describe.AddCommand(job, newDescribeQueueCmd(&cf))
 	return describe
 }
 
@@ -72,6 +72,13 @@ func describeJob(w io.Writer, tj *v1alpha1.TrainingJob, events []rest.Event, at 
 		if len(speeds) > 0 {
 			line("Speeds", strings.Join(speeds, ", "))
 		}
+	}
+	if s.QueueName != "" || st.ClusterQueue != "" {
+		q := orDefault(s.QueueName, v1alpha1.DefaultLocalQueue+" (the namespace's)")
+		if st.ClusterQueue != "" {
+			q += ", ClusterQueue " + st.ClusterQueue
+		}
+		line("Queue", q)
 	}
 	workers := fmt.Sprintf("min %d, max %d", s.MinWorkers, s.MaxWorkers)
 	if s.RequestedWorkers > 0 {

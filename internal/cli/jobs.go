@@ -146,8 +146,8 @@ func (f *clientFlags) completeJobs(cmd *cobra.Command, _ []string, prefix string
 
 func newGetCmd() *cobra.Command {
 	var cf clientFlags
-	get := groupCmd("get (jobs | job NAME | schedulers)", "List training jobs or schedulers",
-		"List training jobs or the scheduler of every GPU type.\n"+clientHelp, "jobs, job NAME or schedulers", &cf)
+	get := groupCmd("get (jobs | job NAME | schedulers | queues)", "List training jobs, schedulers or queues",
+		"List training jobs, the scheduler of every GPU type, or the queues jobs may name.\n"+clientHelp, "jobs, job NAME, schedulers or queues", &cf)
 
 	var (
 		output, status, gpuType, user string
@@ -242,7 +242,7 @@ and GPUs, the GPUs allocated and its jobs per phase.
 		},
 	}
 	scheds.Flags().StringVarP(&schedOutput, "output", "o", "", "output format: table, json or yaml (default table)")
-	get.AddCommand(jobs, scheds)
+	get.AddCommand(jobs, scheds, newGetQueuesCmd(&cf))
 	return get
 }
 

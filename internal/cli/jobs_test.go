@@ -140,6 +140,15 @@ func newCannedServer(t *testing.T) *cannedServer {
 				Jobs: map[string]int{"Running": 5, "Waiting": 2, "Failed": 1}, SettingsError: "rateLimit \"x\" is not a non-negative duration"},
 		}})
 	})
+	mux.HandleFunc("/api/v1/queues", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, 200, rest.QueueList{Items: []rest.Queue{
+			{Name: "default", Default: true, ClusterQueue: "vision", Cohort: "research", Nominal: 8, Used: 12, Borrowed: 4, Pending: 2, RunningJobs: 3, WaitingJobs: 1,
+				GPUTypes: []v1alpha1.QueueUsage{{GPUType: "nvidia-tesla-v100", Nominal: 8, Used: 12, Borrowed: 4, Pending: 2, Budget: 12, WeightedShare: "0.500"}}},
+			{Name: "nlp", ClusterQueue: "nlp", Cohort: "research", Nominal: 8, Lent: 4,
+				GPUTypes: []v1alpha1.QueueUsage{{GPUType: "nvidia-tesla-v100", Nominal: 8, Lent: 4}}},
+			{Name: "old", ClusterQueue: "gone", Message: "ClusterQueue gone does not exist: the jobs of this queue wait"},
+		}})
+	})
 	mux.HandleFunc("/api/v1/version", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, 200, rest.Version{Version: "1.2.3", Namespace: "voda"})
 	})
@@ -203,6 +212,9 @@ func TestGoldenOutput(t *testing.T) {
 		{"describe-completed", []string{"describe", "job", "transformer"}, 0},
 		{"describe-starting", []string{"describe", "job", "llama-ft"}, 0},
 		{"get-schedulers", []string{"get", "schedulers"}, 0},
+		{"get-queues", []string{"get", "queues"}, 0},
+		{"describe-queue", []string{"describe", "queue", "default"}, 0},
+		{"describe-queue-missing", []string{"describe", "queue", "vision"}, 1},
 		{"create", []string{"create", "-f", job}, 0},
 		{"delete-several", []string{"delete", "mnist", "gone", "transformer"}, 1},
 		{"set-scheduler", []string{"set", "scheduler", "nvidia-tesla-v100", "--algorithm", "tiresias", "--rate-limit", "10s"}, 0},
@@ -224,7 +236,7 @@ func TestGoldenOutput(t *testing.T) {
 
 // -o table names the default format.
 func TestOutputTableIsTheDefault(t *testing.T) {
-	for _, args := range [][]string{{"get", "jobs"}, {"get", "schedulers"}} {
+	for _, args := range [][]string{{"get", "jobs"}, {"get", "schedulers"}, {"get", "queues"}} {
 		cs := newCannedServer(t)
 		code, def, _ := runAgainst(t, cs, args...)
 		tcode, table, stderr := runAgainst(t, cs, append(args, "-o", "table")...)

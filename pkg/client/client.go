@@ -194,6 +194,14 @@ func (c *Client) Schedulers(ctx context.Context) ([]rest.Scheduler, error) {
 	return l.Items, err
 }
 
+// Queues lists the queues jobs submitted through the API may name, each
+// with its ClusterQueue's quota and use.
+func (c *Client) Queues(ctx context.Context) ([]rest.Queue, error) {
+	var l rest.QueueList
+	err := c.do(ctx, http.MethodGet, "/api/v1/queues", nil, nil, "", &l)
+	return l.Items, err
+}
+
 // SetScheduler changes a GPU type's algorithm or rate limit.
 func (c *Client) SetScheduler(ctx context.Context, gpuType string, up rest.SchedulerUpdate) (*rest.Scheduler, error) {
 	body, err := json.Marshal(up)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/vodascheduler/voda/pkg/apis/rest"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
 	"github.com/vodascheduler/voda/pkg/compat"
 )
 
@@ -73,6 +75,13 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, u User) error
 		return errorf(http.StatusForbidden, "%s: jobs submitted here run in namespace %s with rights you were not given there; remove these, or ask an admin to submit the job",
 			strings.ReplaceAll(err.Error(), "\n", "; "), s.o.Namespace)
 	}
+	gpus, err := s.gpusByType(r.Context())
+	if err != nil {
+		return err
+	}
+	if err := s.checkQueue(r.Context(), tj, gpus); err != nil {
+		return err
+	}
 	if err := s.create(r, tj, compat.IsMPIJob(body)); err != nil {
 		return err
 	}
@@ -104,6 +113,20 @@ func (s *Server) create(r *http.Request, tj *v1alpha1.TrainingJob, generated boo
 		return errorf(http.StatusConflict, "job %s and the names after it are taken: an MPIJob file's job is named metadata.name plus the second it was submitted; submit again in a second, or change metadata.name", base)
 	}
 	return kubeError(err, "job", tj.Name)
+}
+
+// gpusByType counts the schedulable GPUs of every GPU type.
+func (s *Server) gpusByType(ctx context.Context) (map[string]int, error) {
+	var nodes corev1.NodeList
+	if err := s.c.List(ctx, &nodes, client.HasLabels{v1alpha1.AcceleratorLabel}); err != nil {
+		return nil, kubeError(err, "nodes", "")
+	}
+	out := map[string]int{}
+	for i := range nodes.Items {
+		t, n := kube.NodeGPUs(&nodes.Items[i], s.o.Accelerators)
+		out[string(t)] += n
+	}
+	return out, nil
 }
 
 // knownGPUType checks that some node has the GPU type, so that a typo does

@@ -52,7 +52,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	for name, v := range map[string]any{
 		"Error": rest.Error{}, "JobList": rest.JobList{}, "Event": rest.Event{}, "EventList": rest.EventList{},
 		"Scheduler": rest.Scheduler{}, "SchedulerList": rest.SchedulerList{}, "SchedulerUpdate": rest.SchedulerUpdate{},
-		"Version": rest.Version{}, "Deleted": rest.Deleted{},
+		"Version": rest.Version{}, "Deleted": rest.Deleted{}, "Queue": rest.Queue{}, "QueueList": rest.QueueList{},
 	} {
 		var fields []string
 		ty := reflect.TypeOf(v)

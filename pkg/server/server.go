@@ -169,6 +169,7 @@ func (s *Server) routes() []route {
 		{method: http.MethodPost, pattern: "/api/v1/jobs/{name}/progress", public: true, h: s.postProgress},
 		{method: http.MethodGet, pattern: "/api/v1/schedulers", h: s.listSchedulers},
 		{method: http.MethodPut, pattern: "/api/v1/schedulers/{gpuType}", h: s.putScheduler},
+		{method: http.MethodGet, pattern: "/api/v1/queues", h: s.listQueues},
 		{method: http.MethodGet, pattern: "/api/v1/version", public: true, h: s.version},
 		{method: http.MethodGet, pattern: "/api/v1/openapi.json", public: true, h: serveOpenAPI},
 		{method: http.MethodGet, pattern: "/healthz", public: true, h: healthz},

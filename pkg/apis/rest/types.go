@@ -99,3 +99,34 @@ type Version struct {
 type Deleted struct {
 	Name string `json:"name"`
 }
+
+// Queue is one LocalQueue of the API's namespace and the ClusterQueue it
+// leads to: what the queue's jobs may hold and hold now (docs/queues.md).
+type Queue struct {
+	// Name is the LocalQueue's, as a job's spec.queueName names it;
+	// Default says it is the one jobs naming none use.
+	Name    string `json:"name"`
+	Default bool   `json:"default,omitempty"`
+	// ClusterQueue is the queue whose quota its jobs count against, and
+	// Cohort the group of queues that lend each other idle quota.
+	ClusterQueue string `json:"clusterQueue"`
+	Cohort       string `json:"cohort,omitempty"`
+	// Nominal, Used, Borrowed, Lent and Pending are the ClusterQueue's
+	// totals over GPU types, in GPUs; GPUTypes the same per type.
+	Nominal  int                   `json:"nominal"`
+	Used     int                   `json:"used"`
+	Borrowed int                   `json:"borrowed"`
+	Lent     int                   `json:"lent"`
+	Pending  int                   `json:"pending"`
+	GPUTypes []v1alpha1.QueueUsage `json:"gpuTypes,omitempty"`
+	// RunningJobs and WaitingJobs count the jobs of this LocalQueue.
+	RunningJobs int `json:"runningJobs"`
+	WaitingJobs int `json:"waitingJobs"`
+	// Message says why the queue's jobs cannot run, when they cannot.
+	Message string `json:"message,omitempty"`
+}
+
+// QueueList is the body of GET /api/v1/queues, sorted by name.
+type QueueList struct {
+	Items []Queue `json:"items"`
+}

@@ -9,6 +9,7 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,10 +38,20 @@ type Metrics struct {
 	restartLost      *prometheus.CounterVec
 	throughput       *prometheus.GaugeVec
 	typeMoves        *prometheus.CounterVec
+	queueGPUs        *prometheus.GaugeVec
+	queueShare       *prometheus.GaugeVec
+	reclaims         *prometheus.CounterVec
+	// reclaimsSeen is each GPU type's engine's reclaim counts as last
+	// seen, so that the counters grow by what is new (an engine's counts
+	// restart with the controller, as counters do); the engines' loops
+	// share it under mu.
+	mu           sync.Mutex
+	reclaimsSeen map[api.GPUType]scheduler.QuotaStats
 }
 
 // Label names.
 const (
+	labelQueue   = "queue"
 	labelGPUType = "gpu_type"
 	labelPhase   = "phase"
 	labelKind    = "kind"
@@ -98,10 +109,18 @@ func New(reg prometheus.Registerer, version string) (*Metrics, error) {
 			[]string{labelGPUType, "namespace", "job"}),
 		typeMoves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "voda_scheduler_gpu_type_moves_total",
 			Help: "Jobs of several GPU types moved from one type to another while they waited."}, []string{"from", "to"}),
+		queueGPUs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "voda_scheduler_queue_gpus",
+			Help: "A ClusterQueue's GPUs of a GPU type, by kind: nominal (quota), used (held by its jobs), borrowed (used above the quota), lent (of its idle quota, held by others), pending (needed by its waiting jobs to start), budget (the most it could hold at the last rescheduling)."},
+			[]string{labelQueue, labelGPUType, labelKind}),
+		queueShare: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "voda_scheduler_queue_weighted_share",
+			Help: "A ClusterQueue's use above its quota as a share of what its cohort can lend, divided by its weight."}, []string{labelQueue, labelGPUType}),
+		reclaims: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "voda_scheduler_queue_reclaims_total",
+			Help: "Times a queue gave GPUs back to others, by how: shrink (by shrinking jobs alone) or stop (stopping some)."}, []string{labelGPUType, "how"}),
+		reclaimsSeen: map[api.GPUType]scheduler.QuotaStats{},
 	}
 	for _, c := range []prometheus.Collector{m.info, m.jobs, m.gpus, m.allocated, m.submitted, m.finished, m.deleted,
 		m.reschedules, m.failures, m.roundDuration, m.algorithmSeconds, m.placementSeconds, m.actions, m.migrated, m.queueing, m.jct,
-		m.restartLost, m.throughput, m.typeMoves} {
+		m.restartLost, m.throughput, m.typeMoves, m.queueGPUs, m.queueShare, m.reclaims} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -201,4 +220,34 @@ func (m *Metrics) Throughput(gpuType api.GPUType, namespace, job string, epochsP
 // JobGone removes a job's series.
 func (m *Metrics) JobGone(gpuType api.GPUType, namespace, job string) {
 	m.throughput.DeleteLabelValues(string(gpuType), namespace, job)
+}
+
+// Queues sets a GPU type's queue gauges from its engine's queues and counts
+// the reclaims since it last looked. Call it from the engine's goroutine.
+func (m *Metrics) Queues(gpuType api.GPUType, queues []scheduler.QueueStatus, stats scheduler.QuotaStats) {
+	t := string(gpuType)
+	m.queueGPUs.DeletePartialMatch(prometheus.Labels{labelGPUType: t})
+	m.queueShare.DeletePartialMatch(prometheus.Labels{labelGPUType: t})
+	for _, q := range queues {
+		for kind, v := range map[string]int{"nominal": q.Nominal, "used": q.Used, "borrowed": max(q.Used-q.Nominal, 0),
+			"lent": q.Lent, "pending": q.Pending, "budget": q.Budget} {
+			m.queueGPUs.WithLabelValues(q.Name, t, kind).Set(float64(v))
+		}
+		m.queueShare.WithLabelValues(q.Name, t).Set(q.WeightedShare)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen, ok := m.reclaimsSeen[gpuType]
+	if !ok || stats.Reclaims < seen.Reclaims {
+		seen = scheduler.QuotaStats{}
+	}
+	shrink := stats.ByShrinking - seen.ByShrinking
+	stop := stats.Reclaims - seen.Reclaims - shrink
+	if shrink > 0 {
+		m.reclaims.WithLabelValues(t, "shrink").Add(float64(shrink))
+	}
+	if stop > 0 {
+		m.reclaims.WithLabelValues(t, "stop").Add(float64(stop))
+	}
+	m.reclaimsSeen[gpuType] = stats
 }

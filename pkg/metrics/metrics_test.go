@@ -49,6 +49,16 @@ func exercise(m *metrics.Metrics) {
 	m.Throughput("v100", "ml", "bert", 30)
 	m.Throughput("v100", "ml", "gone", 10)
 	m.JobGone("v100", "ml", "gone")
+	team := func(name string, nominal, used, pending int, share float64) scheduler.QueueStatus {
+		q := scheduler.QueueStatus{Used: used, Pending: pending, WeightedShare: share}
+		q.Name, q.Nominal, q.Budget, q.Lent = name, nominal, used, max(nominal-used, 0)
+		return q
+	}
+	m.Queues("v100", []scheduler.QueueStatus{team("a", 8, 12, 0, 0.5), team("b", 8, 4, 2, 0), team("gone", 1, 0, 0, 0)},
+		scheduler.QuotaStats{Reclaims: 2, ByShrinking: 1})
+	// A later round: queue "gone" was deleted, one more reclaim by shrinking.
+	m.Queues("v100", []scheduler.QueueStatus{team("a", 8, 12, 0, 0.5), team("b", 8, 4, 2, 0)},
+		scheduler.QuotaStats{Reclaims: 3, ByShrinking: 2})
 }
 
 func TestMetricsRecordWhatHappened(t *testing.T) {
@@ -60,6 +70,12 @@ func TestMetricsRecordWhatHappened(t *testing.T) {
 	exercise(m)
 	want := map[string]float64{
 		`voda_scheduler_gpus{gpu_type="v100"}`:                                   16,
+		`voda_scheduler_queue_gpus{gpu_type="v100",kind="borrowed",queue="a"}`:   4,
+		`voda_scheduler_queue_gpus{gpu_type="v100",kind="lent",queue="b"}`:       4,
+		`voda_scheduler_queue_gpus{gpu_type="v100",kind="pending",queue="b"}`:    2,
+		`voda_scheduler_queue_weighted_share{gpu_type="v100",queue="a"}`:         0.5,
+		`voda_scheduler_queue_reclaims_total{gpu_type="v100",how="shrink"}`:      2,
+		`voda_scheduler_queue_reclaims_total{gpu_type="v100",how="stop"}`:        1,
 		`voda_scheduler_gpus_allocated{gpu_type="v100"}`:                         8,
 		`voda_scheduler_jobs{gpu_type="v100",phase="Running"}`:                   3,
 		`voda_scheduler_jobs{gpu_type="v100",phase="Waiting"}`:                   2,
@@ -84,6 +100,9 @@ func TestMetricsRecordWhatHappened(t *testing.T) {
 	got := samples(t, reg)
 	if _, ok := got[`voda_scheduler_job_estimated_throughput{gpu_type="v100",job="gone",namespace="ml"}`]; ok {
 		t.Error("an ended job's series stays")
+	}
+	if _, ok := got[`voda_scheduler_queue_gpus{gpu_type="v100",kind="nominal",queue="gone"}`]; ok {
+		t.Error("a deleted queue's series stays")
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {

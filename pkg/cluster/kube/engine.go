@@ -73,7 +73,10 @@ func newEngine(c *Controller, t api.GPUType) *engine {
 	e.loop.AfterRound = func(en *scheduler.Engine, _ api.Plan) { e.persistAll(c.runCtx, en) }
 	if m := c.opts.Metrics; m != nil {
 		// On the loop's goroutine, like every use of the engine.
-		e.loop.Observe = func(r scheduler.Round) { m.Round(t, r, eng.Jobs(), eng.GPUs()) }
+		e.loop.Observe = func(r scheduler.Round) {
+			m.Round(t, r, eng.Jobs(), eng.GPUs())
+			m.Queues(t, eng.Queues(), eng.QuotaStats())
+		}
 	}
 	return e
 }

@@ -364,14 +364,16 @@ func TestIntegrationChart(t *testing.T) {
 	if out, err := env.Kubectl(ctx, rendered, "apply", "--dry-run=server", "--server-side", "-f", "-"); err != nil {
 		t.Fatalf("server-side dry run of the default chart: %v\n%s", err, out)
 	}
-	// The control plane has the CRD already, as a cluster does where it was
-	// applied by hand: the release adopts it (docs/install.md).
-	for _, args := range [][]string{
-		{"annotate", "crd", "trainingjobs.vodascheduler.io", "meta.helm.sh/release-name=voda", "meta.helm.sh/release-namespace=voda-system"},
-		{"label", "crd", "trainingjobs.vodascheduler.io", "app.kubernetes.io/managed-by=Helm"},
-	} {
-		if out, err := env.Kubectl(ctx, nil, args...); err != nil {
-			t.Fatalf("%v\n%s", err, out)
+	// The control plane has the CRDs already, as a cluster does where they
+	// were applied by hand: the release adopts them (docs/install.md).
+	for _, crd := range []string{"trainingjobs.vodascheduler.io", "clusterqueues.vodascheduler.io", "localqueues.vodascheduler.io"} {
+		for _, args := range [][]string{
+			{"annotate", "crd", crd, "meta.helm.sh/release-name=voda", "meta.helm.sh/release-namespace=voda-system"},
+			{"label", "crd", crd, "app.kubernetes.io/managed-by=Helm"},
+		} {
+			if out, err := env.Kubectl(ctx, nil, args...); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
 		}
 	}
 	if out, err := env.Helm(ctx, "install", "voda", prevChart, "-n", "voda-system", "--wait", "--timeout", "2m"); err != nil {

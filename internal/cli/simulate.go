@@ -69,6 +69,14 @@ with the policy) and jobs run at Gavel's measured throughputs per type
 fastest type, and Voda's choice of type (pkg/typechoice), which moves jobs
 between types when that pays.
 
+With --queues (ClusterQueue objects in a YAML file) or --teams N the GPUs are
+split among teams' queues as the controller splits them (docs/queues.md):
+jobs name their queue in the workload's queue column, or --spread spreads
+them; each queue's jobs also run alone on its nominal quota, and the report
+adds each queue's mean JCT, sharing incentive, time below its quota with work
+waiting, and the reclaims done by shrinking. Every run reports its jobs'
+finish-time fairness ρ (Shockwave's).
+
 Every number printed is deterministic for the same inputs except sim_wall_s.`,
 		Example: `  voda simulate
   voda simulate --policy ElasticFIFO,AFS-L --jobs 400 --load 1.5
@@ -78,7 +86,11 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
   voda simulate --output json --per-job jobs.csv --plot plots/
   voda simulate --policy HeSRPT --html hesrpt.html
   voda simulate --policy HeSRPT --policy-param hesrpt.exponent=0.2 --policy-param hesrpt.aging=4h
-  voda simulate --gpu-types v100=2x4,p100=4x4,k80=6x4 --gavel ../shared/traces/gavel --jobs 300 --jobs-per-hour 1`,
+  voda simulate --gpu-types v100=2x4,p100=4x4,k80=6x4 --gavel ../shared/traces/gavel --jobs 300 --jobs-per-hour 1
+  voda simulate --teams 4 --spread half
+  voda simulate --queues teams.yaml --workload jobs-with-a-queue-column.csv
+  voda simulate --gavel ../shared/traces/shockwave/tacc_throughputs.json --gpu-type v100 \
+      --workload ../shared/traces/shockwave/traces/jobs120_100_40.trace --nodes 8 --teams 4 --spread half`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, name := range []string{"queues", "teams", "spread", "gpu-type"} {
@@ -324,6 +336,9 @@ func (s *simulation) addQueues(f *simulateFlags) error {
 		qs, err = simulator.TeamQueues(f.teams, f.nodes*f.gpusPerNode)
 	case f.spread != "":
 		return errors.New("--spread needs queues to spread the jobs over: --queues or --teams")
+	}
+	if err != nil && f.teams != 0 {
+		return fmt.Errorf("--teams: %w", err)
 	}
 	if err != nil {
 		return fmt.Errorf("--queues: %w", err)

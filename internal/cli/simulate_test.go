@@ -225,7 +225,7 @@ func TestSimulateBadInput(t *testing.T) {
 		"queues and teams":        {[]string{"--teams", "2", "--queues", bad}, "--queues and --teams exclude each other"},
 		"spread without queues":   {[]string{"--spread", "even"}, "--spread needs queues"},
 		"bad spread":              {[]string{"--teams", "2", "--spread", "odd"}, `spread "odd"`},
-		"too many teams":          {[]string{"--teams", "30", "--spread", "even"}, "30 teams: want 1 to 26"},
+		"too many teams":          {[]string{"--teams", "30", "--spread", "even"}, "--teams: 30 teams: want 1 to 26"},
 		"teams without spread":    {[]string{"--teams", "2"}, "names no queue: give the workload a queue column, or --spread"},
 		"queues not a queue file": {[]string{"--queues", bad, "--spread", "even"}, "--queues: queues " + bad},
 		"queues with types":       {[]string{"--teams", "2", "--gpu-types", "v100=1x4", "--gavel", gavelDir}, "--teams applies to a cluster of one GPU type"},

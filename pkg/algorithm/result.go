@@ -50,9 +50,9 @@ const (
 	// leaves the count out, so that it changes only when the rule does: a
 	// changed message is a status write.)
 	Outbid
-	// AtQuota: the job waits (or runs at Workers) because its queue, Queue,
-	// holds Held GPUs, all its budget for now (Quota: its nominal quota
-	// and what it may borrow); it needs Need GPUs more.
+	// AtQuota: the job waits because its queue, Queue, holds Held GPUs,
+	// all its budget for now (Quota: its nominal quota and what it may
+	// borrow); it needs Need GPUs more.
 	AtQuota
 	// Reclaimed: the job was shrunk to Workers workers, or stopped, so
 	// that other queues get back GPUs its queue, Queue, had borrowed; the
@@ -124,9 +124,6 @@ func (r Reason) String() string {
 		}
 		return "running: " + r.size() + ", more would speed it up but the other GPUs gain more on other jobs"
 	case AtQuota:
-		if r.Workers > 0 {
-			return fmt.Sprintf("running: %s; more would speed it up but queue %s holds %d GPUs, all it may hold now", r.size(), r.Queue, r.Held)
-		}
 		return fmt.Sprintf("waiting: queue %s is at its quota: it holds %d of the %d GPUs it may hold now; %d GPUs needed", r.Queue, r.Held, r.Quota, r.Need)
 	case Reclaimed:
 		if r.Workers > 0 {

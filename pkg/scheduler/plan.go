@@ -33,10 +33,10 @@ func (e *Engine) plan() (api.Plan, error) {
 	start := e.stopwatch()
 	var res algorithm.Result
 	var err error
-	if e.queued(snap) {
+	if len(e.queues) > 0 {
 		res, err = e.allocateQueues(snap)
 	} else {
-		res, err = e.policy.Allocate(snap)
+		res, err = e.allocateUnqueued(snap)
 	}
 	e.lastRound.Algorithm = e.stopwatch().Sub(start)
 	if err != nil {
@@ -248,16 +248,37 @@ func (e *Engine) assume(plan api.Plan) {
 	}
 }
 
-// queued reports whether the round splits the GPUs among queues: some
-// queue exists, or some job names one (and waits until it exists).
-func (e *Engine) queued(snap algorithm.Snapshot) bool {
-	if len(e.queues) > 0 {
-		return true
-	}
-	for i := range snap.Jobs {
-		if j := e.jobs[snap.Jobs[i].ID]; j.Spec.ClusterQueue != "" || j.QueueProblem != "" {
-			return true
+// allocateUnqueued is the policy's allocation on a cluster without queues.
+// A job that names a queue, or whose queue cannot be known, waits (a
+// running one keeps its size) and says why; the others share the GPUs as
+// if it were not there.
+func (e *Engine) allocateUnqueued(snap algorithm.Snapshot) (algorithm.Result, error) {
+	var held []algorithm.Job
+	kept := snap.Jobs[:0]
+	for _, v := range snap.Jobs {
+		if j := e.jobs[v.ID]; j.Spec.ClusterQueue != "" || j.QueueProblem != "" {
+			held = append(held, v)
+			snap.GPUs -= v.Workers * max(v.GPUsPerWorker, 1)
+			continue
 		}
+		kept = append(kept, v)
 	}
-	return false
+	snap.Jobs = kept
+	if snap.GPUs != e.GPUs() {
+		// The held jobs' GPUs are not the policy's: the node list no
+		// longer adds up to what it may hand out.
+		snap.NodeGPUs = nil
+	}
+	snap.GPUs = max(snap.GPUs, 0)
+	res, err := e.policy.Allocate(snap)
+	if err != nil || len(held) == 0 {
+		return res, err
+	}
+	for _, v := range held {
+		j := e.jobs[v.ID]
+		res.Allocation[v.ID] = v.Workers
+		res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.NoQueue, Queue: j.Spec.ClusterQueue, Problem: j.QueueProblem,
+			Workers: v.Workers, PerWorker: v.GPUsPerWorker}
+	}
+	return res, nil
 }

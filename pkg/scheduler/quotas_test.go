@@ -301,3 +301,28 @@ func TestKeepRunningWithinQueue(t *testing.T) {
 		}
 	}
 }
+
+// On a cluster without queues, a job whose queue cannot be known waits
+// (a running one keeps its size) and the others are scheduled as if it
+// were not there.
+func TestQueueProblemWithoutQueuesHoldsOnlyThatJob(t *testing.T) {
+	e, c := queuedEngine(t, algorithm.NameElasticFIFO, 2)
+	submitTo(t, e, "lost", "", 2, 2)
+	tickPlan(t, e)
+	c.t = c.t.Add(time.Minute)
+	must(t, e.Step(scheduler.JobQueue{ID: "lost", Problem: "LocalQueue nope does not exist in namespace ml"}))
+	submitTo(t, e, "other", "", 1, 8)
+	submitTo(t, e, "late", "", 1, 1)
+	must(t, e.Step(scheduler.JobQueue{ID: "late", Problem: "LocalQueue nope does not exist in namespace ml"}))
+	tickPlan(t, e)
+	if got := workersOf(e, "lost"); got != 2 {
+		t.Errorf("the running job of an unknown queue holds %d workers, want its 2 kept", got)
+	}
+	if got := workersOf(e, "other"); got != 6 {
+		t.Errorf("the job without a queue got %d workers, want the 6 free", got)
+	}
+	j, _ := e.Job("late")
+	if j.Workers != 0 || !strings.Contains(j.Message, "LocalQueue nope does not exist") {
+		t.Errorf("late: %d workers, %q", j.Workers, j.Message)
+	}
+}

@@ -71,6 +71,14 @@ func testQueues(t *testing.T, e *apiEnv) {
 		q := l.Items[0]
 		return q.Name == "small" && q.ClusterQueue == "api-team" && q.Nominal == 4 && q.Used == 4 && q.RunningJobs == 1, nil
 	})
+	// The dashboard's teams page shows the queue's use against its quota.
+	c := browserSession(t)
+	login(t, c, e.url, "alice")
+	code, html, _ := page(t, c, "GET", e.url+"/ui/teams", nil)
+	if code != 200 || !strings.Contains(html, `data-queue="small" data-cluster-queue="api-team"`) ||
+		!strings.Contains(html, `data-gpu-type="`+testGPUType+`" data-nominal="4" data-used="4"`) {
+		t.Errorf("teams page: %d\n%s", code, html)
+	}
 	code, out := e.voda(t, "alice", "get", "queues")
 	if code != 0 || !strings.Contains(out, "small") || !strings.Contains(out, "api-team") {
 		t.Errorf("voda get queues: %d\n%s", code, out)

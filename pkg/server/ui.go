@@ -63,6 +63,7 @@ func (s *Server) uiHandler() http.Handler {
 	mux.HandleFunc("POST /ui/logout", s.uiAuthed(s.uiLogout))
 	mux.HandleFunc("GET /ui/cluster", s.uiAuthed(s.uiCluster))
 	mux.HandleFunc("GET /ui/queue", s.uiAuthed(s.uiQueue))
+	mux.HandleFunc("GET /ui/teams", s.uiAuthed(s.uiTeams))
 	mux.HandleFunc("GET /ui/jobs/{name}", s.uiAuthed(s.uiJob))
 	mux.HandleFunc("POST /ui/schedulers/{gpuType}", s.uiAuthed(s.uiScheduler))
 	mux.HandleFunc("GET /ui/events", s.uiAuthed(s.uiEvents))
@@ -407,6 +408,17 @@ func (s *Server) uiQueue(w http.ResponseWriter, r *http.Request, sess session) e
 	}
 	f := ui.QueueFilter{Namespace: q.Get("namespace"), User: q.Get("user"), GPUType: q.Get("gpuType"), Phase: q.Get("phase")}
 	s.uiRender(w, r, http.StatusOK, s.page(sess, "queue", "Queue", "events", ui.Queue(st, f)))
+	return nil
+}
+
+// uiTeams shows the queues jobs submitted here may name, each with its
+// use of every GPU type against its quota.
+func (s *Server) uiTeams(w http.ResponseWriter, r *http.Request, sess session) error {
+	qr, err := s.readQueues(r.Context())
+	if err != nil {
+		return err
+	}
+	s.uiRender(w, r, http.StatusOK, s.page(sess, "teams", "Teams", "events", ui.Teams(qr.list().Items)))
 	return nil
 }
 

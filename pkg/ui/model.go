@@ -176,8 +176,9 @@ type QueueEntry struct {
 	// order the policy serves them, from 1; Ahead is Position − 1. Both are
 	// 0 for jobs that hold GPUs.
 	Position, Ahead int
-	// Code classifies the reason: no-nodes, no-node, no-room, requeued,
-	// unschedulable, invalid, new, running.
+	// Code classifies the reason: no-nodes, no-node, no-room, quota (its
+	// queue holds all it may hold), no-queue (its queue cannot be known),
+	// requeued, unschedulable, invalid, new, running.
 	Code   string
 	Reason string
 	Waited time.Duration
@@ -301,6 +302,10 @@ func waitReason(tj *v1alpha1.TrainingJob, sc rest.Scheduler, ahead int, tc algor
 		return "unschedulable", msg
 	case strings.HasPrefix(msg, "requeued"):
 		code = "requeued"
+	case strings.Contains(msg, "is at its quota"):
+		code = "quota"
+	case strings.Contains(msg, "LocalQueue") || strings.Contains(msg, "ClusterQueue") || strings.Contains(msg, "through queues"):
+		code = "no-queue"
 	case strings.HasPrefix(msg, "invalid"), strings.Contains(msg, "refused"):
 		code = "invalid"
 	case msg == "":

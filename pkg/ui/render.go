@@ -77,7 +77,7 @@ var funcs = template.FuncMap{
 // pages are parsed once: each is the layout with its own main part.
 var pages = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"login", "message", "cluster", "queue", "job"} {
+	for _, name := range []string{"login", "message", "cluster", "queue", "job", "teams"} {
 		t := template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 		out[name] = t
 	}

@@ -259,6 +259,7 @@ func TestPagesRender(t *testing.T) {
 		{Page: "queue", Title: "Queue", Root: "./", Viewer: s.Viewer, CSRF: "tok", Stream: "events", Data: ui.Queue(s, ui.QueueFilter{})},
 		{Page: "job", Title: "w1", Root: "../", Viewer: s.Viewer, CSRF: "tok", Stream: "../events?job=w1", Data: ui.Job(s, &tj, nil, "gpuType: v100\n")},
 		{Page: "message", Title: "Forbidden", Root: "./", Viewer: s.Viewer, Data: ui.MessageData{Status: 403, Message: "no <b>", Back: "queue"}},
+		{Page: "teams", Title: "Teams", Root: "./", Viewer: s.Viewer, CSRF: "tok", Stream: "events", Data: ui.Teams(teams())},
 	}
 	for _, p := range pages {
 		var full, part bytes.Buffer
@@ -304,5 +305,43 @@ func TestPagesRender(t *testing.T) {
 	}
 	if err := ui.Render(&b, ui.Page{Page: "nosuch"}, false); err == nil {
 		t.Error("an unknown page rendered")
+	}
+}
+
+func teams() []rest.Queue {
+	return []rest.Queue{
+		{Name: "default", Default: true, ClusterQueue: "vision", Cohort: "research", Nominal: 8, Used: 12, Borrowed: 4, RunningJobs: 3,
+			GPUTypes: []v1alpha1.QueueUsage{{GPUType: "v100", Nominal: 8, Used: 12, Borrowed: 4, Budget: 12}}},
+		{Name: "nlp", ClusterQueue: "nlp", Cohort: "research", Nominal: 8, Used: 4, Pending: 4, WaitingJobs: 1,
+			GPUTypes: []v1alpha1.QueueUsage{{GPUType: "v100", Nominal: 8, Used: 4, Pending: 4, Budget: 4, Lent: 4}}},
+		{Name: "old", ClusterQueue: "gone", Message: "ClusterQueue gone does not exist: the jobs of this queue wait"},
+	}
+}
+
+// The teams page draws each queue's use against its quota and says when a
+// queue's waiting jobs wait for quota.
+func TestTeamsPage(t *testing.T) {
+	var b bytes.Buffer
+	p := ui.Page{Page: "teams", Title: "Teams", Root: "./", Viewer: ui.Viewer{Name: "alice"}, Data: ui.Teams(teams())}
+	if err := ui.Render(&b, p, false); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{
+		`data-queue="default" data-cluster-queue="vision"`,
+		`<span class="in" style="width: 66%"></span><span class="over" style="width: 33%"></span>`, // 8 in quota, 4 borrowed, of 12
+		`data-gpu-type="v100" data-nominal="8" data-used="4" data-borrowed="0" data-lent="4" data-pending="4"`,
+		`data-at-quota`, `ClusterQueue gone does not exist`, `href="./teams" aria-current="page"`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("teams page lacks %s", want)
+		}
+	}
+	if strings.Count(html, "data-at-quota") != 1 {
+		t.Errorf("%d queues at their quota, want 1 (nlp)", strings.Count(html, "data-at-quota"))
+	}
+	b.Reset()
+	if err := ui.Render(&b, ui.Page{Page: "teams", Root: "./", Viewer: ui.Viewer{Name: "alice"}, Data: ui.Teams(nil)}, false); err != nil || !strings.Contains(b.String(), "data-no-queues") {
+		t.Errorf("no queues: %v\n%s", err, b.String())
 	}
 }

@@ -149,20 +149,20 @@ type ClusterQueueStatus struct {
 	// Nominal, Used, Borrowed, Lent and Pending add up the GPU types'
 	// figures below.
 	// +optional
-	Nominal int32 `json:"nominal,omitempty"`
+	Nominal int32 `json:"nominal"`
 	// +optional
-	Used int32 `json:"used,omitempty"`
+	Used int32 `json:"used"`
 	// +optional
-	Borrowed int32 `json:"borrowed,omitempty"`
+	Borrowed int32 `json:"borrowed"`
 	// +optional
-	Lent int32 `json:"lent,omitempty"`
+	Lent int32 `json:"lent"`
 	// +optional
-	Pending int32 `json:"pending,omitempty"`
+	Pending int32 `json:"pending"`
 	// RunningJobs and WaitingJobs count the queue's jobs.
 	// +optional
-	RunningJobs int32 `json:"runningJobs,omitempty"`
+	RunningJobs int32 `json:"runningJobs"`
 	// +optional
-	WaitingJobs int32 `json:"waitingJobs,omitempty"`
+	WaitingJobs int32 `json:"waitingJobs"`
 	// GPUTypes is the queue's use of each GPU type that has nodes or a
 	// quota in the queue.
 	// +optional
@@ -235,9 +235,9 @@ type LocalQueueSpec struct {
 // LocalQueueStatus counts the jobs that use the LocalQueue.
 type LocalQueueStatus struct {
 	// +optional
-	RunningJobs int32 `json:"runningJobs,omitempty"`
+	RunningJobs int32 `json:"runningJobs"`
 	// +optional
-	WaitingJobs int32 `json:"waitingJobs,omitempty"`
+	WaitingJobs int32 `json:"waitingJobs"`
 	// Message says why the queue's jobs cannot run, when they cannot (its
 	// ClusterQueue is missing or does not admit the namespace).
 	// +optional

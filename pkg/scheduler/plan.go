@@ -162,7 +162,7 @@ func (e *Engine) diff(res algorithm.Result, out placement.Output) []api.Action {
 		}
 		nodes := out.Placement[id]
 		reason := policy + ": " + res.Reasons[id].String()
-		if c := res.Reasons[id].Code; c == algorithm.Reclaimed || c == algorithm.AtQuota {
+		if c := res.Reasons[id].Code; c == algorithm.Reclaimed {
 			reason = "quota: " + res.Reasons[id].String()
 		}
 		switch {

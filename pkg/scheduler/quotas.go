@@ -293,8 +293,10 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 	}
 	for i := range runs {
 		for _, v := range runs[i].jobs {
+			// A waiting job the queue's budget keeps out says so; one the
+			// queue's policy stopped keeps the policy's reason.
 			r := res.Reasons[v.ID]
-			if r.Code == algorithm.NoRoom && got[i]+r.Need > shares[i].Budget {
+			if r.Code == algorithm.NoRoom && v.Workers == 0 && got[i]+r.Need > shares[i].Budget {
 				res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.AtQuota, Queue: e.queues[i].Name, Held: got[i], Quota: shares[i].Budget, Need: r.Need}
 			}
 		}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/vodascheduler/voda/pkg/apis/rest"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
-	"github.com/vodascheduler/voda/pkg/quota"
 )
 
 // queueRead is the queue objects the API sees: every ClusterQueue and the
@@ -138,7 +137,7 @@ func (s *Server) checkQueue(ctx context.Context, tj *v1alpha1.TrainingJob, gpus 
 	need := int(tj.Spec.MinWorkers) * max(k, 1)
 	var most []string
 	for _, t := range tj.Spec.AcceptedGPUTypes() {
-		reach := queueReach(cq, qr.cqs, t, gpus[t])
+		reach := cq.Reach(qr.cqs, t, gpus[t])
 		if need <= reach {
 			return nil
 		}
@@ -146,33 +145,4 @@ func (s *Server) checkQueue(ctx context.Context, tj *v1alpha1.TrainingJob, gpus 
 	}
 	return errorf(http.StatusUnprocessableEntity, "spec.minWorkers: the job needs at least %d GPUs but ClusterQueue %s may never hold more than %s (its nominal quota and what it may borrow): lower minWorkers, or ask an admin to raise the queue's quota or borrowing limit",
 		need, cq.Name, strings.Join(most, ", "))
-}
-
-// queueReach is the most a ClusterQueue may ever hold of a GPU type that
-// has gpus GPUs: its nominal quota plus what its cohort can lend, within
-// its borrowing limit.
-func queueReach(cq *v1alpha1.ClusterQueue, all map[string]*v1alpha1.ClusterQueue, gpuType string, gpus int) int {
-	q := cq.QuotaFor(gpuType)
-	n := q.Nominal
-	if q.Cohort != "" {
-		lend, nominal := 0, 0
-		for _, other := range all {
-			o := other.QuotaFor(gpuType)
-			nominal += o.Nominal
-			if other.Name == cq.Name || o.Cohort != q.Cohort {
-				continue
-			}
-			if o.LendingLimit == quota.Unlimited {
-				lend += o.Nominal
-			} else {
-				lend += o.LendingLimit
-			}
-		}
-		lend += max(gpus-nominal, 0)
-		if q.BorrowingLimit != quota.Unlimited {
-			lend = min(lend, q.BorrowingLimit)
-		}
-		n += lend
-	}
-	return min(n, gpus)
 }

@@ -41,6 +41,50 @@ func (c *Controller) candidates(tj *v1alpha1.TrainingJob) []string {
 			out = append(out, t)
 		}
 	}
+	if len(out) < 2 {
+		return out
+	}
+	return c.withinQueue(tj, out)
+}
+
+// withinQueue keeps, on a cluster with queues, the types where the job's
+// queue may ever hold its minimum (its nominal quota there plus what it may
+// borrow); all of them when none is, or when its queue is not known (the
+// job then waits and says why).
+func (c *Controller) withinQueue(tj *v1alpha1.TrainingJob, types []string) []string {
+	v := c.currentQueues()
+	if !v.hasQueues() {
+		return types
+	}
+	q, err := c.resolveQueue(context.Background(), tj, v)
+	cq, ok := v.cqs[q.clusterQueue]
+	if err != nil || q.problem != "" || !ok {
+		return types
+	}
+	gpus := map[string]int{}
+	c.mu.Lock()
+	for _, n := range c.nodes {
+		if n.usable() {
+			gpus[string(n.gpuType)] += n.gpus
+		}
+	}
+	c.mu.Unlock()
+	k, _ := tj.Spec.WorkerAccelerators(c.resourceOf(tj))
+	return typesWithin(cq, v.cqs, types, gpus, int(tj.Spec.MinWorkers)*max(k, 1))
+}
+
+// typesWithin keeps the types where cq may ever hold need GPUs, or all of
+// them when it may on none.
+func typesWithin(cq *v1alpha1.ClusterQueue, all map[string]*v1alpha1.ClusterQueue, types []string, gpus map[string]int, need int) []string {
+	var out []string
+	for _, t := range types {
+		if cq.Reach(all, t, gpus[t]) >= need {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return types
+	}
 	return out
 }
 

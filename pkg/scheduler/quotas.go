@@ -161,9 +161,9 @@ func (e *Engine) lendable() map[string]int {
 	return out
 }
 
-// reach is the most a queue's jobs may ever hold on the engine's GPUs:
-// its nominal quota plus what it may borrow.
-func (e *Engine) reach(q quota.Queue, lendable map[string]int) int {
+// reach is the most a queue's jobs may ever hold on gpus GPUs: its nominal
+// quota plus what it may borrow.
+func (e *Engine) reach(q quota.Queue, lendable map[string]int, gpus int) int {
 	n := q.Nominal
 	if q.Cohort != "" {
 		borrow := lendable[q.Cohort] - min(q.Nominal, max(q.LendingLimit, 0))
@@ -175,7 +175,7 @@ func (e *Engine) reach(q quota.Queue, lendable map[string]int) int {
 		}
 		n += max(borrow, 0)
 	}
-	return min(n, e.GPUs())
+	return min(n, gpus)
 }
 
 // queueRun is one queue's jobs in one round.
@@ -193,6 +193,10 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 	res := algorithm.Result{Allocation: make(api.Allocation, len(snap.Jobs)), Reasons: make(map[api.JobID]algorithm.Reason, len(snap.Jobs))}
 	runs := make([]queueRun, len(e.queues))
 	lendable := e.lendable()
+	reach := make([]int, len(e.queues))
+	for i, q := range e.queues {
+		reach[i] = e.reach(q, lendable, snap.GPUs)
+	}
 	gpus := snap.GPUs
 	rigid := algorithm.Rigid(e.policy.Name())
 	for _, v := range snap.Jobs {
@@ -207,7 +211,7 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 			continue
 		}
 		q := e.queues[i]
-		if need, most := j.Spec.MinWorkers*k, e.reach(q, lendable); need > most {
+		if need, most := j.Spec.MinWorkers*k, reach[i]; need > most {
 			res.Allocation[v.ID] = 0
 			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.OverQuota, Queue: q.Name, Need: need, Quota: most}
 			continue

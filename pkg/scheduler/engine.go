@@ -116,6 +116,8 @@ type Engine struct {
 	queueIdx   map[string]int
 	shares     []quota.Share
 	quotaStats QuotaStats
+	// protects says some queue has a minimum run time.
+	protects bool
 	// replan asks for another rescheduling after this one (a queue gave
 	// GPUs back and its policy did not run).
 	replan bool
@@ -580,6 +582,9 @@ func (e *Engine) Due() (at time.Time, ok bool) {
 	if t, found := e.agingAt(); found && (!ok || t.Before(at)) {
 		at, ok = t, true
 	}
+	if t, found := e.protectionEndsAt(); found && (!ok || t.Before(at)) {
+		at, ok = t, true
+	}
 	return at, ok
 }
 
@@ -625,6 +630,9 @@ func later(a, b time.Time) time.Time {
 func (e *Engine) Tick() (api.Plan, error) {
 	e.advance()
 	if at, ok := e.agingAt(); ok && !e.now.Before(at) {
+		e.dirty = true
+	}
+	if at, ok := e.protectionEndsAt(); ok && !e.now.Before(at) {
 		e.dirty = true
 	}
 	if !e.dirty || (e.scheduled && e.now.Before(e.lastSchedule.Add(e.rateLimit))) {

@@ -97,8 +97,10 @@ func (e *Engine) setQueues(ev SetQueues) error {
 	}
 	e.queues = qs
 	e.queueIdx = make(map[string]int, len(qs))
+	e.protects = false
 	for i, q := range qs {
 		e.queueIdx[q.Name] = i
+		e.protects = e.protects || q.MinRunTime > 0
 	}
 	e.shares = nil
 	e.dirty = true
@@ -579,4 +581,29 @@ func (h *lossHeap) Pop() any {
 	x := h.items[n]
 	h.items = h.items[:n]
 	return x
+}
+
+// protectionEndsAt returns the first moment since the policy last ran at
+// which a running job's borrowed workers lose the protection of its
+// queue's minimum run time: fair sharing may then give its GPUs to another
+// queue, and nothing else might ask for a round.
+func (e *Engine) protectionEndsAt() (time.Time, bool) {
+	var best time.Time
+	found := false
+	if !e.protects {
+		return best, false
+	}
+	for _, j := range e.active {
+		if j.Phase != api.PhaseRunning {
+			continue
+		}
+		i, ok := e.queueIdx[j.Spec.ClusterQueue]
+		if !ok || e.queues[i].MinRunTime <= 0 {
+			continue
+		}
+		if t := j.Grown.Add(e.queues[i].MinRunTime); t.After(e.planned) && (!found || t.Before(best)) {
+			best, found = t, true
+		}
+	}
+	return best, found
 }

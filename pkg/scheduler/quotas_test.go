@@ -326,3 +326,35 @@ func TestQueueProblemWithoutQueuesHoldsOnlyThatJob(t *testing.T) {
 		t.Errorf("late: %d workers, %q", j.Workers, j.Message)
 	}
 }
+
+// Borrowed workers protected by their queue's minimum run time keep their
+// GPUs against fair sharing until it ends; then, with no other event, a
+// round gives the other borrower its share.
+func TestMinRunTimeEndsWithoutAnEvent(t *testing.T) {
+	a, b, idle := teamQueue("a", 4), teamQueue("b", 4), teamQueue("idle", 8)
+	a.MinRunTime = 10 * time.Minute
+	e, c := queuedEngine(t, algorithm.NameElasticFIFO, 4, a, b, idle)
+	submitTo(t, e, "a1", "a", 1, 16)
+	tickPlan(t, e)
+	if got := workersOf(e, "a1"); got != 16 {
+		t.Fatalf("a1 on %d GPUs, want all 16", got)
+	}
+	c.t = c.t.Add(time.Minute)
+	submitTo(t, e, "b1", "b", 1, 16)
+	tickPlan(t, e)
+	if got := workersOf(e, "b1"); got != 4 {
+		t.Fatalf("b1 on %d GPUs, want its quota of 4 only while a's borrowed workers are protected", got)
+	}
+	// The round after the reclaim changes nothing; the next is due when
+	// a's protection ends.
+	tickPlan(t, e)
+	at, ok := e.Due()
+	if want := t0.Add(10 * time.Minute); !ok || !at.Equal(want) {
+		t.Fatalf("next round at %v (%v), want %v, the end of a's protection", at, ok, want)
+	}
+	c.t = at
+	tickPlan(t, e)
+	if a1, b1 := workersOf(e, "a1"), workersOf(e, "b1"); a1 != 8 || b1 != 8 {
+		t.Errorf("after the protection: a1 on %d, b1 on %d, want the 8 lent split 4 and 4", a1, b1)
+	}
+}

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"cmp"
-	"container/heap"
 	"errors"
 	"fmt"
 	"math"
@@ -452,40 +451,47 @@ func freeOne(jobs []algorithm.Job, r algorithm.Result, used *int, may func(*algo
 }
 
 // reclaim brings a queue holding more than its budget down to it: first
-// (under an elastic policy) its jobs' workers above their minimums, those whose loss slows their
-// job least for the GPUs they free first, then whole jobs, the last
-// started first, so that the jobs admitted first, whose minimums its
-// nominal quota covers, go on. Waiting jobs stay waiting. It writes res
-// and returns the GPUs the queue keeps.
+// (under an elastic policy) by shrinking its jobs towards their minimums,
+// then by stopping whole jobs, the last started first, so that the jobs
+// admitted first, whose minimums its nominal quota covers, go on. Waiting
+// jobs stay waiting. It writes res and returns the GPUs the queue keeps.
 func (e *Engine) reclaim(queue string, jobs []algorithm.Job, budget int, res algorithm.Result) int {
 	held := 0
-	h := &lossHeap{}
 	alloc := make(map[api.JobID]int, len(jobs))
-	// A rigid policy runs jobs at their requested size only: they stop
-	// rather than shrink.
-	shrinks := !algorithm.Rigid(e.policy.Name())
+	var shrinkable []*algorithm.Job
 	for i := range jobs {
 		v := &jobs[i]
 		alloc[v.ID] = v.Workers
 		held += v.Workers * max(v.GPUsPerWorker, 1)
-		if shrinks && v.Workers > v.Min {
-			h.items = append(h.items, lossItem{job: v, loss: shrinkLoss(v, v.Workers)})
+		if v.Workers > v.Min {
+			shrinkable = append(shrinkable, v)
 		}
 	}
-	heap.Init(h)
-	shrunk := map[api.JobID]bool{}
-	for held > budget && h.Len() > 0 {
-		it := &h.items[0]
-		v := it.job
-		alloc[v.ID]--
-		held -= max(v.GPUsPerWorker, 1)
-		shrunk[v.ID] = true
-		if n := alloc[v.ID]; n > v.Min {
-			it.loss = shrinkLoss(v, n)
-			heap.Fix(h, 0)
-		} else {
-			heap.Pop(h)
+	// A rigid policy runs jobs at their requested size only: they stop
+	// rather than shrink. Otherwise the job whose first worker given back
+	// costs it the least share of its speed per GPU gives first, as far
+	// as its minimum, then the next: a shrunk job restarts once whatever
+	// it gives, so fewer jobs are disrupted, and the GPUs come free on the
+	// nodes it held rather than a few on every node.
+	if algorithm.Rigid(e.policy.Name()) {
+		shrinkable = nil
+	}
+	slices.SortStableFunc(shrinkable, func(a, b *algorithm.Job) int {
+		if c := cmp.Compare(shrinkLoss(a, a.Workers), shrinkLoss(b, b.Workers)); c != 0 {
+			return c
 		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	shrunk := map[api.JobID]bool{}
+	for _, v := range shrinkable {
+		if held <= budget {
+			break
+		}
+		k := max(v.GPUsPerWorker, 1)
+		n := min(v.Workers-v.Min, (held-budget+k-1)/k)
+		alloc[v.ID] -= n
+		held -= n * k
+		shrunk[v.ID] = true
 	}
 	stopped := 0
 	if held > budget {
@@ -556,31 +562,6 @@ func shrinkLoss(v *algorithm.Job, n int) float64 {
 		return 0
 	}
 	return (1 - v.S(n-1)/s) / float64(max(v.GPUsPerWorker, 1))
-}
-
-type lossItem struct {
-	job  *algorithm.Job
-	loss float64
-}
-
-// lossHeap orders workers by the loss of giving them up, then by job ID.
-type lossHeap struct{ items []lossItem }
-
-func (h *lossHeap) Len() int { return len(h.items) }
-func (h *lossHeap) Less(a, b int) bool {
-	x, y := h.items[a], h.items[b]
-	if x.loss != y.loss {
-		return x.loss < y.loss
-	}
-	return x.job.ID < y.job.ID
-}
-func (h *lossHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
-func (h *lossHeap) Push(x any)    { h.items = append(h.items, x.(lossItem)) }
-func (h *lossHeap) Pop() any {
-	n := len(h.items) - 1
-	x := h.items[n]
-	h.items = h.items[:n]
-	return x
 }
 
 // protectionEndsAt returns the first moment since the policy last ran at

@@ -271,11 +271,12 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 		give := min(max(deficit, 0), demands[i].Used-shares[i].Budget)
 		budget := demands[i].Used - give
 		if give > 0 {
-			// The queue's policy sees it again at the next rescheduling,
-			// within the budget: stopping whole jobs can free more than
-			// the reclaim needed.
-			reclaimed[i], e.replan = true, true
-			got[i] = e.reclaim(e.queues[i].Name, runs[i].jobs, budget, res)
+			reclaimed[i] = true
+			n, err := e.reclaim(snap.Now, e.queues[i].Name, runs[i].jobs, budget, res)
+			if err != nil {
+				return res, fmt.Errorf("queue %s: %w", e.queues[i].Name, err)
+			}
+			got[i] = n
 			deficit -= demands[i].Used - got[i]
 			shares[i].Budget = budget
 			continue
@@ -450,118 +451,125 @@ func freeOne(jobs []algorithm.Job, r algorithm.Result, used *int, may func(*algo
 	return false
 }
 
-// reclaim brings a queue holding more than its budget down to it: first
-// (under an elastic policy) by shrinking its jobs towards their minimums,
-// then by stopping whole jobs, the last started first, so that the jobs
-// admitted first, whose minimums its nominal quota covers, go on. Waiting
-// jobs stay waiting. It writes res and returns the GPUs the queue keeps.
-func (e *Engine) reclaim(queue string, jobs []algorithm.Job, budget int, res algorithm.Result) int {
-	held := 0
-	alloc := make(map[api.JobID]int, len(jobs))
-	var shrinkable []*algorithm.Job
-	for i := range jobs {
-		v := &jobs[i]
-		alloc[v.ID] = v.Workers
-		held += v.Workers * max(v.GPUsPerWorker, 1)
-		if v.Workers > v.Min {
-			shrinkable = append(shrinkable, v)
-		}
-	}
-	// A rigid policy runs jobs at their requested size only: they stop
-	// rather than shrink. Otherwise the job whose first worker given back
-	// costs it the least share of its speed per GPU gives first, as far
-	// as its minimum, then the next: a shrunk job restarts once whatever
-	// it gives, so fewer jobs are disrupted, and the GPUs come free on the
-	// nodes it held rather than a few on every node.
+// reclaim brings a queue holding more than its budget down to it. Under
+// an elastic policy the queue's policy sizes its running jobs within the
+// budget, and every running job it stopped gets its minimum back where
+// the budget allows, earliest submitted first, from the other jobs'
+// workers above their minimums: jobs shrink, and stop only when their
+// minimums do not all fit, the last submitted first, so that the jobs
+// admitted first, whose minimums its nominal quota covers, go on. A rigid
+// policy's jobs stop, the last started first. Waiting jobs stay waiting
+// (the next rescheduling looks at them if GPUs are left). It writes res
+// and returns the GPUs the queue keeps.
+func (e *Engine) reclaim(now time.Time, queue string, jobs []algorithm.Job, budget int, res algorithm.Result) (int, error) {
 	if algorithm.Rigid(e.policy.Name()) {
-		shrinkable = nil
+		return e.reclaimRigid(queue, jobs, budget, res), nil
 	}
-	slices.SortStableFunc(shrinkable, func(a, b *algorithm.Job) int {
-		if c := cmp.Compare(shrinkLoss(a, a.Workers), shrinkLoss(b, b.Workers)); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	shrunk := map[api.JobID]bool{}
-	for _, v := range shrinkable {
-		if held <= budget {
-			break
-		}
-		k := max(v.GPUsPerWorker, 1)
-		n := min(v.Workers-v.Min, (held-budget+k-1)/k)
-		alloc[v.ID] -= n
-		held -= n * k
-		shrunk[v.ID] = true
-	}
-	stopped := 0
-	if held > budget {
-		running := make([]*Job, 0, len(jobs))
-		for i := range jobs {
-			if jobs[i].Workers > 0 {
-				running = append(running, e.jobs[jobs[i].ID])
-			}
-		}
-		slices.SortFunc(running, func(a, b *Job) int {
-			if c := b.LastStarted.Compare(a.LastStarted); c != 0 {
-				return c
-			}
-			return cmp.Compare(b.ID, a.ID)
-		})
-		var stoppedJobs []*Job
-		for _, j := range running {
-			if held <= budget {
-				break
-			}
-			held -= alloc[j.ID] * j.Spec.K()
-			alloc[j.ID] = 0
-			stoppedJobs = append(stoppedJobs, j)
-		}
-		// Stopping whole jobs overshoots: those stopped first (the last
-		// started) that fit again keep running.
-		for _, j := range stoppedJobs {
-			if n := e.jobs[j.ID].Workers; held+n*j.Spec.K() <= budget {
-				alloc[j.ID] = n
-				held += n * j.Spec.K()
-			}
-		}
-		for _, j := range stoppedJobs {
-			if alloc[j.ID] == 0 {
-				stopped++
-			}
+	running := make([]algorithm.Job, 0, len(jobs))
+	for _, v := range jobs {
+		if v.Workers > 0 {
+			running = append(running, v)
+		} else {
+			res.Allocation[v.ID] = 0
 		}
 	}
+	r, err := e.policy.Allocate(algorithm.Snapshot{Now: now, GPUs: budget, Jobs: running})
+	if err != nil {
+		return 0, err
+	}
+	keepRunning(running, r, budget)
+	held, stopped := 0, 0
+	for _, v := range running {
+		n := r.Allocation[v.ID]
+		res.Allocation[v.ID] = n
+		held += n * max(v.GPUsPerWorker, 1)
+		switch {
+		case n == 0:
+			stopped++
+			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Reclaimed, PerWorker: v.GPUsPerWorker, Queue: queue, Quota: budget}
+		case n < v.Workers:
+			e.quotaStats.Shrunk++
+			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Reclaimed, Workers: n, PerWorker: v.GPUsPerWorker, Queue: queue, Quota: budget}
+		default:
+			res.Reasons[v.ID] = r.Reasons[v.ID]
+		}
+	}
+	for _, v := range jobs {
+		if v.Workers == 0 {
+			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.AtQuota, Queue: queue, Held: held, Quota: budget, Need: v.Min * max(v.GPUsPerWorker, 1)}
+			e.replan = e.replan || held < budget
+		}
+	}
+	e.countReclaim(stopped)
+	return held, nil
+}
+
+func (e *Engine) countReclaim(stopped int) {
 	e.quotaStats.Reclaims++
 	if stopped == 0 {
 		e.quotaStats.ByShrinking++
 	}
 	e.quotaStats.Stopped += stopped
+}
+
+// reclaimRigid stops a rigid policy's jobs, the last started first, until
+// the queue holds no more than its budget; those stopped first that fit
+// again keep running.
+func (e *Engine) reclaimRigid(queue string, jobs []algorithm.Job, budget int, res algorithm.Result) int {
+	held := 0
+	alloc := make(map[api.JobID]int, len(jobs))
+	running := make([]*Job, 0, len(jobs))
 	for i := range jobs {
 		v := &jobs[i]
-		n := alloc[v.ID]
-		res.Allocation[v.ID] = n
+		alloc[v.ID] = v.Workers
+		held += v.Workers * max(v.GPUsPerWorker, 1)
+		if v.Workers > 0 {
+			running = append(running, e.jobs[v.ID])
+		}
+	}
+	slices.SortFunc(running, func(a, b *Job) int {
+		if c := b.LastStarted.Compare(a.LastStarted); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	var stopped []*Job
+	for _, j := range running {
+		if held <= budget {
+			break
+		}
+		held -= alloc[j.ID] * j.Spec.K()
+		alloc[j.ID] = 0
+		stopped = append(stopped, j)
+	}
+	// Stopping whole jobs overshoots: those stopped first (the last
+	// started) that fit again keep running.
+	n := 0
+	for _, j := range stopped {
+		if w := j.Workers; held+w*j.Spec.K() <= budget {
+			alloc[j.ID] = w
+			held += w * j.Spec.K()
+		} else {
+			n++
+		}
+	}
+	for i := range jobs {
+		v := &jobs[i]
+		res.Allocation[v.ID] = alloc[v.ID]
 		switch {
-		case v.Workers > 0 && (n == 0 || shrunk[v.ID]):
-			if n > 0 {
-				e.quotaStats.Shrunk++
-			}
-			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Reclaimed, Workers: n, PerWorker: v.GPUsPerWorker, Queue: queue, Quota: budget}
+		case v.Workers > 0 && alloc[v.ID] == 0:
+			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Reclaimed, PerWorker: v.GPUsPerWorker, Queue: queue, Quota: budget}
 		case v.Workers > 0:
-			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Allocated, Workers: n, PerWorker: v.GPUsPerWorker}
+			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Allocated, Workers: v.Workers, PerWorker: v.GPUsPerWorker}
 		default:
 			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.AtQuota, Queue: queue, Held: held, Quota: budget, Need: v.Min * max(v.GPUsPerWorker, 1)}
 		}
 	}
+	// The queue's policy looks again at the next rescheduling, within the
+	// budget: its waiting jobs may fit what is left.
+	e.replan = e.replan || held < budget
+	e.countReclaim(n)
 	return held
-}
-
-// shrinkLoss is the share of a job's speed lost by going from n workers
-// to n−1, per GPU freed.
-func shrinkLoss(v *algorithm.Job, n int) float64 {
-	s := v.S(n)
-	if !(s > 0) {
-		return 0
-	}
-	return (1 - v.S(n-1)/s) / float64(max(v.GPUsPerWorker, 1))
 }
 
 // protectionEndsAt returns the first moment since the policy last ran at

@@ -59,6 +59,19 @@ func testQueues(t *testing.T, k *cluster) {
 			_ = k.c.Delete(ctx, cq)
 		}
 	})
+	// The API server refuses limits without a cohort and a lending limit
+	// above the quota, naming what to change.
+	two := int32(2)
+	for want, bad := range map[string]*v1alpha1.ClusterQueue{
+		"need spec.cohort": {ObjectMeta: metav1.ObjectMeta{Name: "no-cohort"},
+			Spec: v1alpha1.ClusterQueueSpec{Quotas: []v1alpha1.GPUQuota{{GPUType: gpu, NominalQuota: 4, BorrowingLimit: &two}}}},
+		"lendingLimit must not exceed nominalQuota": {ObjectMeta: metav1.ObjectMeta{Name: "lends-more"},
+			Spec: v1alpha1.ClusterQueueSpec{Cohort: "research", Quotas: []v1alpha1.GPUQuota{{GPUType: gpu, NominalQuota: 1, LendingLimit: &two}}}},
+	} {
+		if err := k.c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ClusterQueue %s: %v, want refused saying %q", bad.Name, err, want)
+		}
+	}
 	o := controllerOpts(t, gpu)
 	_, stop := k.startController(t, o)
 

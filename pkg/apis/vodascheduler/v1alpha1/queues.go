@@ -41,6 +41,8 @@ type ClusterQueueList struct {
 }
 
 // ClusterQueueSpec is a queue's quotas and how it shares them.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.cohort) && size(self.cohort) > 0) || !has(self.quotas) || self.quotas.all(q, !has(q.borrowingLimit) && !has(q.lendingLimit))",message="borrowingLimit and lendingLimit need spec.cohort: a queue outside a cohort neither borrows nor lends"
 type ClusterQueueSpec struct {
 	// Cohort is the group of queues that lend each other their idle
 	// quota. A queue without one neither lends nor borrows.

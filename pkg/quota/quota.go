@@ -371,3 +371,31 @@ func sumValues(m map[string]int) int {
 	}
 	return s
 }
+
+// Reach is the most queue i may ever hold of gpus GPUs: its nominal quota
+// plus what its cohort can lend it (the others' quotas up to their lending
+// limits, and the GPUs in no queue's quota) within its borrowing limit.
+func Reach(queues []Queue, i, gpus int) int {
+	q := queues[i]
+	n := q.Nominal
+	if q.Cohort != "" {
+		lend, nominal := 0, 0
+		for k, o := range queues {
+			nominal += o.Nominal
+			if k == i || o.Cohort != q.Cohort {
+				continue
+			}
+			if o.LendingLimit == Unlimited {
+				lend += o.Nominal
+			} else {
+				lend += o.LendingLimit
+			}
+		}
+		lend += max(gpus-nominal, 0)
+		if q.BorrowingLimit != Unlimited {
+			lend = min(lend, q.BorrowingLimit)
+		}
+		n += lend
+	}
+	return min(n, gpus)
+}

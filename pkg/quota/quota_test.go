@@ -270,3 +270,21 @@ func anyProtected(ds []quota.Demand) bool {
 	}
 	return false
 }
+
+func TestReach(t *testing.T) {
+	qs := []quota.Queue{
+		{Name: "a", Cohort: "c", Nominal: 4, BorrowingLimit: 2, LendingLimit: quota.Unlimited, Weight: 1},
+		{Name: "b", Cohort: "c", Nominal: 4, BorrowingLimit: quota.Unlimited, LendingLimit: 1, Weight: 1},
+		{Name: "alone", Nominal: 2, BorrowingLimit: quota.Unlimited, LendingLimit: quota.Unlimited, Weight: 1},
+	}
+	// 16 GPUs: 6 in no quota. a: 4 + min(2, b's 1 + 6) = 6; b: 4 + a's 4
+	// + 6 = 14; alone: its 2.
+	for i, want := range []int{6, 14, 2} {
+		if got := quota.Reach(qs, i, 16); got != want {
+			t.Errorf("%s reaches %d, want %d", qs[i].Name, got, want)
+		}
+	}
+	if got := quota.Reach(qs, 1, 6); got != 6 {
+		t.Errorf("b on 6 GPUs reaches %d, want all 6", got)
+	}
+}

@@ -162,23 +162,6 @@ func (e *Engine) lendable() map[string]int {
 	return out
 }
 
-// reach is the most a queue's jobs may ever hold on gpus GPUs: its nominal
-// quota plus what it may borrow.
-func (e *Engine) reach(q quota.Queue, lendable map[string]int, gpus int) int {
-	n := q.Nominal
-	if q.Cohort != "" {
-		borrow := lendable[q.Cohort] - min(q.Nominal, max(q.LendingLimit, 0))
-		if q.LendingLimit == quota.Unlimited {
-			borrow = lendable[q.Cohort] - q.Nominal
-		}
-		if q.BorrowingLimit != quota.Unlimited {
-			borrow = min(borrow, q.BorrowingLimit)
-		}
-		n += max(borrow, 0)
-	}
-	return min(n, gpus)
-}
-
 // queueRun is one queue's jobs in one round.
 type queueRun struct {
 	jobs   []algorithm.Job
@@ -193,10 +176,9 @@ type queueRun struct {
 func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, error) {
 	res := algorithm.Result{Allocation: make(api.Allocation, len(snap.Jobs)), Reasons: make(map[api.JobID]algorithm.Reason, len(snap.Jobs))}
 	runs := make([]queueRun, len(e.queues))
-	lendable := e.lendable()
 	reach := make([]int, len(e.queues))
-	for i, q := range e.queues {
-		reach[i] = e.reach(q, lendable, snap.GPUs)
+	for i := range e.queues {
+		reach[i] = quota.Reach(e.queues, i, snap.GPUs)
 	}
 	gpus := snap.GPUs
 	rigid := algorithm.Rigid(e.policy.Name())

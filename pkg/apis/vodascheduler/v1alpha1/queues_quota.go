@@ -104,31 +104,13 @@ func (cq *ClusterQueue) QuotaFor(gpuType string) quota.Queue {
 }
 
 // Reach is the most the queue may ever hold of a GPU type that has gpus
-// GPUs, all being the ClusterQueues by name: its nominal quota plus what
-// its cohort can lend (the others' quotas up to their lending limits, and
-// the GPUs in no queue's quota), within its borrowing limit.
+// GPUs, all being the ClusterQueues by name (quota.Reach).
 func (cq *ClusterQueue) Reach(all map[string]*ClusterQueue, gpuType string, gpus int) int {
-	q := cq.QuotaFor(gpuType)
-	n := q.Nominal
-	if q.Cohort != "" {
-		lend, nominal := 0, 0
-		for _, other := range all {
-			o := other.QuotaFor(gpuType)
-			nominal += o.Nominal
-			if other.Name == cq.Name || o.Cohort != q.Cohort {
-				continue
-			}
-			if o.LendingLimit == quota.Unlimited {
-				lend += o.Nominal
-			} else {
-				lend += o.LendingLimit
-			}
+	qs := []quota.Queue{cq.QuotaFor(gpuType)}
+	for name, other := range all {
+		if name != cq.Name {
+			qs = append(qs, other.QuotaFor(gpuType))
 		}
-		lend += max(gpus-nominal, 0)
-		if q.BorrowingLimit != quota.Unlimited {
-			lend = min(lend, q.BorrowingLimit)
-		}
-		n += lend
 	}
-	return min(n, gpus)
+	return quota.Reach(qs, 0, gpus)
 }

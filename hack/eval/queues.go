@@ -62,10 +62,7 @@ func teamSet(name string, ws []simulator.Workload, cat simulator.Catalog, config
 	if err != nil {
 		return teamRuns{}, err
 	}
-	names := make([]string, len(qs))
-	for i, q := range qs {
-		names[i] = q.Name
-	}
+	names := simulator.QueueNames(qs)
 	type job struct {
 		policy string
 		queued bool

@@ -352,10 +352,7 @@ func (s *simulation) addQueues(f *simulateFlags) error {
 	if f.spread == "" {
 		return nil
 	}
-	names := make([]string, len(qs))
-	for i, q := range qs {
-		names[i] = q.Name
-	}
+	names := simulator.QueueNames(qs)
 	for i, w := range s.workloads {
 		if s.workloads[i], err = simulator.SpreadQueues(w, names, f.spread); err != nil {
 			return fmt.Errorf("--spread: %w", err)

@@ -241,8 +241,8 @@ func (t *queueTracker) close(now float64) {
 	}
 }
 
-// queueNames lists the queues' names.
-func queueNames(qs []quota.Queue) []string {
+// QueueNames lists the queues' names.
+func QueueNames(qs []quota.Queue) []string {
 	out := make([]string, len(qs))
 	for i, q := range qs {
 		out[i] = q.Name
@@ -252,7 +252,7 @@ func queueNames(qs []quota.Queue) []string {
 
 // checkQueues reports jobs whose queue is not among the configured ones.
 func checkQueues(qs []quota.Queue, w Workload) error {
-	names := queueNames(qs)
+	names := QueueNames(qs)
 	for _, j := range w.Jobs {
 		switch {
 		case len(qs) == 0 && j.QueueName != "":

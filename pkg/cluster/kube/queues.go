@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -221,7 +222,7 @@ func (c *Controller) Queues(ctx context.Context) (map[string][]TypedQueueStatus,
 		}
 	}
 	for _, qs := range out {
-		slices.SortFunc(qs, func(a, b TypedQueueStatus) int { return compareStrings(string(a.GPUType), string(b.GPUType)) })
+		slices.SortFunc(qs, func(a, b TypedQueueStatus) int { return cmp.Compare(a.GPUType, b.GPUType) })
 	}
 	return out, nil
 }
@@ -231,16 +232,6 @@ type TypedQueueStatus struct {
 	GPUType api.GPUType
 	GPUs    int
 	scheduler.QueueStatus
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // writeQueueStatus writes every ClusterQueue's and LocalQueue's status

@@ -104,6 +104,9 @@ type HeteroJobResult struct {
 	// Types are the types the job was on, in order; Moves is len(Types)−1.
 	Types []string
 	Moves int
+	// Estimate is, for Voda's choice, the JCT the rule estimated when it
+	// gave the job its first type.
+	Estimate float64
 }
 
 // HeteroResult is the outcome of one heterogeneous run.
@@ -167,7 +170,8 @@ type hjob struct {
 	start   float64
 	visited []string
 	// steps left when it last left a type (0: all of them).
-	left float64
+	left     float64
+	estimate float64
 }
 
 type heteroRun struct {
@@ -475,7 +479,7 @@ func (r *heteroRun) move(hj *hjob, t string, now time.Time) error {
 func (r *heteroRun) choose(now time.Time) error {
 	types := make([]typechoice.Type, 0, len(r.cfg.Types))
 	for _, t := range r.cfg.Types {
-		types = append(types, typechoice.Type{Name: t.Name, GPUs: r.gpus[t.Name]})
+		types = append(types, typechoice.Type{Name: t.Name, GPUs: r.gpus[t.Name], Elastic: !algorithm.Rigid(r.cfg.Policy)})
 	}
 	ids := make([]api.JobID, 0, len(r.live))
 	for id := range r.live {
@@ -490,8 +494,12 @@ func (r *heteroRun) choose(now time.Time) error {
 			left = r.cluster[hj.typ].Remaining(id, now)
 		}
 		speed := map[string]float64{}
+		runs := map[string]typechoice.Run{}
 		for _, t := range hj.ok {
 			speed[t] = hj.thr[t][1] / r.refThroughput(hj)
+			spec := hj.spec(t)
+			runs[t] = typechoice.Run{GPUs: spec.RequestedWorkers, Speedup: hj.thr[t][spec.RequestedWorkers] / hj.thr[t][1],
+				Most: spec.MaxWorkers, MostSpeedup: hj.thr[t][spec.MaxWorkers] / hj.thr[t][1]}
 		}
 		types := hj.ok
 		if hj.typ != "" {
@@ -501,7 +509,7 @@ func (r *heteroRun) choose(now time.Time) error {
 			}
 		}
 		jobs = append(jobs, typechoice.Job{ID: string(id), Types: types, Speed: speed,
-			Work: left / r.refThroughput(hj), Current: hj.typ, Ran: hj.ran, Since: hj.since, Submitted: epoch.Add(hj.Submit)})
+			Work: left / r.refThroughput(hj), Current: hj.typ, Ran: hj.ran, Since: hj.since, Submitted: epoch.Add(hj.Submit), Runs: runs})
 	}
 	decisions := typechoice.Assign(types, jobs, now, typechoice.OrderOf(r.cfg.Policy), r.cfg.TypeChoice)
 	for _, id := range ids {
@@ -509,6 +517,7 @@ func (r *heteroRun) choose(now time.Time) error {
 		d := decisions[string(id)]
 		switch {
 		case hj.typ == "":
+			hj.estimate = now.Sub(epoch).Seconds() - hj.Submit.Seconds() + d.Done
 			if err := r.place(hj, d.Type, now, nil); err != nil {
 				return err
 			}
@@ -569,7 +578,7 @@ func (r *heteroRun) result() HeteroResult {
 		f := r.finish[api.JobID(j.Name)]
 		sub := j.Submit.Seconds()
 		res.Jobs = append(res.Jobs, HeteroJobResult{Name: j.Name, JobType: j.JobType, Scale: j.Scale, Submit: sub,
-			Start: hj.start, Finish: f, JCT: f - sub, Types: hj.visited, Moves: max(len(hj.visited)-1, 0)})
+			Start: hj.start, Finish: f, JCT: f - sub, Types: hj.visited, Moves: max(len(hj.visited)-1, 0), Estimate: hj.estimate})
 		res.Makespan = max(res.Makespan, f)
 	}
 	res.LowerBound = r.bound(algorithm.Rigid(r.cfg.Policy))

@@ -6,35 +6,54 @@
 // # The rule
 //
 // A job's remaining work W is counted in GPU-seconds on a reference GPU;
-// on type t it runs at speed s(t) relative to that reference, so it needs
-// W / s(t) GPU-seconds there. Each type has G(t) GPUs and serves its jobs
-// in its policy's order: the least work first for SRJF, AFS-L, HeSRPT and
-// the Tiresias policies, arrival for FIFO, Elastic-FIFO and FfDL. A job on
-// t is estimated to be done after the work ahead of it in that order and
-// its own: F(j, t) = (A(j, t) + W/s(t)) / G(t), plus the restart a move
-// costs a job that has run. Jobs are considered one at a time, the least
-// work first: a new job goes to the type of smallest F; a job already on a
-// type moves only when another type's F is at least Hysteresis (a fifth)
-// below its current type's, and not within MinDwell (10 minutes) of its
-// last move. Each decision updates the types' queues before the next job
-// is considered.
+// on type t it runs at speed s(t) per GPU relative to that reference, and
+// on the g(t) GPUs it asks for there at speedup u(t) over one GPU, so it
+// runs d(t) = W / (s(t)·u(t)) seconds and holds g(t)·d(t) GPU-seconds.
+// Each type has G(t) GPUs and serves its jobs in its policy's order: the
+// least work first for SRJF, AFS-L, HeSRPT and the Tiresias policies,
+// arrival for FIFO, Elastic-FIFO and FfDL.
 //
-// This is the minimum-completion-time heuristic of list scheduling on
-// unrelated machines (Braun et al., "A comparison of eleven static
-// heuristics for mapping a class of independent tasks onto heterogeneous
-// distributed computing systems", JPDC 2001), applied as best responses of
-// jobs in shortest-work-first order; the per-type, per-model speeds are
-// Gavel's insight (Narayanan et al., "Heterogeneity-Aware Cluster
-// Scheduling Policies for Deep Learning Workloads", OSDI'20): a job's
-// throughput differs by GPU type, by a different factor for each model, so
-// the fastest type is not the best choice for every job when it is busy.
-// Sia (Jayaram Subramanya et al., SOSP'23) also weighs the cost of
-// restarting a job on another type.
+// F(j, t), when j would be done on t, comes from running t's jobs as a
+// list in that order, each on the GPUs it asks for: j starts when the
+// jobs ahead of it that still run leave it g(t) GPUs (and not before the
+// job just ahead of it), then runs d(t); under an elastic policy a new job
+// is counted growing into the GPUs free at its start, up to its most.
+// A move adds the restart it costs a job that has run.
+//
+// A job on t also holds back the jobs waiting there: each by about its
+// GPU-seconds over G(t). Its cost on t is C(j, t) = F(j, t) + N(t)·g(t)·
+// d(t)/G(t), N(t) the jobs of t's list that wait for GPUs (under arrival
+// order nobody waits behind a new job yet, and the jobs waiting now stand
+// for those that will arrive behind it). A job that takes a type where it
+// is slow, because it would be done there sooner, can delay more jobs
+// than it gains; C counts that.
+//
+// Jobs are considered one at a time, the least work first. A new job
+// goes to the type where it runs its request fastest, unless another type
+// costs at least Prefer (a fifth) less. A job already on a type moves only
+// when another type costs at least Hysteresis (a fifth) less, its own
+// growth not counted, and not within MinDwell (10 minutes) of its last
+// move. Each decision updates the types' lists before the next job is
+// considered.
+//
+// This is list scheduling on unrelated machines (Graham's list schedule;
+// the minimum-completion-time heuristic of Braun et al., "A comparison of
+// eleven static heuristics for mapping a class of independent tasks onto
+// heterogeneous distributed computing systems", JPDC 2001), with the
+// delay a job imposes on others added as in the marginal cost of
+// shortest-processing-time scheduling (Smith's rule: a job of length d
+// ahead of N others adds N·d to their total completion time). The
+// per-type, per-model speeds are Gavel's insight (Narayanan et al.,
+// "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning
+// Workloads", OSDI'20): a job's throughput differs by GPU type, by a
+// different factor for each model, so the fastest type is not the best
+// choice for every job when it is busy. Sia (Jayaram Subramanya et al.,
+// SOSP'23) also weighs the cost of restarting a job on another type.
 //
 // # Stability
 //
-// A move is a best response that shortens the moving job's own estimate
-// by at least Hysteresis, given every other job's type; a job moves at most
+// A move lowers the moving job's cost by at least Hysteresis, given every
+// other job's type; a job moves at most
 // once per MinDwell. Best responses in load-balancing games settle
 // (Even-Dar, Kesselman and Mansour, "Convergence time to Nash equilibria",
 // ICALP 2003, for related machines); with per-job speeds that is not
@@ -52,10 +71,12 @@ import (
 	"time"
 )
 
-// Type is a GPU type and its schedulable GPUs.
+// Type is a GPU type and its schedulable GPUs; Elastic says its policy
+// resizes jobs (every policy but FIFO, SRJF and Tiresias).
 type Type struct {
-	Name string
-	GPUs int
+	Name    string
+	GPUs    int
+	Elastic bool
 }
 
 // Job is what the rule knows of a job.
@@ -79,6 +100,20 @@ type Job struct {
 	Since time.Time
 	// Submitted orders jobs for policies that serve by arrival.
 	Submitted time.Time
+	// Runs is how the job runs on each type; a type missing here: on one
+	// GPU.
+	Runs map[string]Run
+}
+
+// Run is how a job runs on a type when it runs: the GPUs it holds there
+// and its speed on them over its speed on one (1 or less: none gained).
+type Run struct {
+	GPUs    int
+	Speedup float64
+	// On an elastic type, Most is the most GPUs it grows to where they
+	// are free, at MostSpeedup over one GPU.
+	Most        int
+	MostSpeedup float64
 }
 
 // Config holds the rule's parameters.
@@ -92,11 +127,14 @@ type Config struct {
 	MinDwell time.Duration
 	// DefaultSpeed is the speed of a type a job gives none for.
 	DefaultSpeed float64
+	// Prefer is the fraction by which another type must cost less than
+	// the one where a new job runs fastest for the job to go there (0.2).
+	Prefer float64
 }
 
 // DefaultConfig is the configuration Voda uses.
 func DefaultConfig() Config {
-	return Config{Hysteresis: 0.2, RestartCost: 60, MinDwell: 10 * time.Minute, DefaultSpeed: 1}
+	return Config{Hysteresis: 0.2, RestartCost: 60, MinDwell: 10 * time.Minute, DefaultSpeed: 1, Prefer: 0.2}
 }
 
 // Decision is a job's type and why.
@@ -106,6 +144,8 @@ type Decision struct {
 	Moved bool
 	// Reason says, in words, why the job is on Type.
 	Reason string
+	// Done is the seconds until the job is estimated done on Type.
+	Done float64
 }
 
 // Orders in which a type's policy serves its jobs, as the rule assumes.
@@ -126,20 +166,37 @@ func OrderOf(policy string) string {
 	return ByWork
 }
 
-// entry is a job in a type's lane: its key in the type's order and its
-// work there, in GPU-seconds of the type.
+// entry is a job in a type's lane: its key in the type's order and how
+// it runs there.
 type entry struct {
 	key float64
 	id  string
-	w   float64
+	// gpus is what it asks for and most what it may grow to where they
+	// are free (more than gpus only on elastic types).
+	gpus, most int
+	// dur is its run on gpus; fastest its run on most.
+	dur, fastest float64
+	// grows says its own estimate counts growth into free GPUs: a new
+	// job's on an elastic type.
+	grows bool
 }
 
 func (a entry) less(b entry) bool { return a.key < b.key || (a.key == b.key && a.id < b.id) }
 
-// lane is a type's jobs in its order, with prefix sums of their work.
+// size is the GPU-seconds the entry holds on its requested GPUs.
+func (e entry) size() float64 { return float64(e.gpus) * e.dur }
+
+// lane is a type's jobs in its order and, once asked for, when each would
+// start and end if the type ran them as a list: each job in order, on the
+// GPUs it asks for, as soon as the jobs before it leave it enough GPUs
+// and not before the job just before it.
 type lane struct {
-	es     []entry
-	prefix []float64 // prefix[i] = Σ es[:i].w; nil when stale
+	gpus       int
+	es         []entry
+	start, end []float64 // nil when stale
+	held       []int     // GPUs held by the list's running jobs once es[i] starts
+	waits      int       // jobs of start > 0
+	buf        []end
 }
 
 func (l *lane) add(e entry) {
@@ -153,24 +210,147 @@ func (l *lane) add(e entry) {
 		return 0
 	})
 	l.es = slices.Insert(l.es, i, e)
-	l.prefix = nil
+	l.start, l.end = nil, nil
 }
 
 func (l *lane) remove(id string) {
 	l.es = slices.DeleteFunc(l.es, func(e entry) bool { return e.id == id })
-	l.prefix = nil
+	l.start, l.end = nil, nil
 }
 
-// ahead is the work of the jobs before e, e itself left out.
-func (l *lane) ahead(e entry) float64 {
-	if l.prefix == nil {
-		l.prefix = make([]float64, len(l.es)+1)
-		for i, x := range l.es {
-			l.prefix[i+1] = l.prefix[i] + x.w
+// at is where e goes in the lane's order; the jobs before it are the
+// jobs ahead of it (e itself, if in the lane, is not among them).
+func (l *lane) at(e entry) int {
+	return sort.Search(len(l.es), func(i int) bool { return !l.es[i].less(e) })
+}
+
+// run is how long e runs from a start with free GPUs: on the GPUs it
+// asks for, or, if its estimate counts growth, on up to its most of the
+// free ones, at a speed on the line between its request's and its most's.
+func (e entry) run(free int) float64 {
+	if !e.grows || e.most <= e.gpus || free <= e.gpus {
+		return e.dur
+	}
+	n := min(free, e.most)
+	up := e.dur/e.fastest - 1
+	return e.dur / (1 + up*float64(n-e.gpus)/float64(e.most-e.gpus))
+}
+
+// schedule runs the lane as a list.
+func (l *lane) schedule() {
+	l.start, l.end, l.held = make([]float64, len(l.es)), make([]float64, len(l.es)), make([]int, len(l.es))
+	run := running{ends: l.buf[:0]}
+	at := 0.0
+	for i, e := range l.es {
+		at = run.fit(at, e.gpus, l.gpus)
+		run.push(end{at + e.dur, e.gpus})
+		l.start[i], l.end[i], l.held[i] = at, at+e.dur, run.held
+	}
+	l.buf = run.ends
+	// Starts never decrease along the list: the jobs that wait are a tail.
+	l.waits = len(l.es) - sort.Search(len(l.es), func(i int) bool { return l.start[i] > 0 })
+}
+
+// finish estimates when e would be done in the lane, among the jobs
+// already there: when the jobs ahead of it that still run leave it
+// enough GPUs, not before the job just ahead of it, plus its run from
+// there.
+func (l *lane) finish(e entry) float64 {
+	if l.start == nil {
+		l.schedule()
+	}
+	i := l.at(e)
+	if i == 0 {
+		return e.run(l.gpus)
+	}
+	at := l.start[i-1]
+	if free := l.gpus - l.held[i-1]; free >= e.gpus {
+		// It fits beside the jobs that hold GPUs when the job ahead of it
+		// starts (some of which may have ended: its growth is counted
+		// only into GPUs surely free).
+		return at + e.run(free)
+	}
+	run := running{ends: l.buf[:0]}
+	for k := range i {
+		if l.end[k] > at {
+			run.push(end{l.end[k], l.es[k].gpus})
 		}
 	}
-	i := sort.Search(len(l.es), func(i int) bool { return !l.es[i].less(e) })
-	return l.prefix[i]
+	at = run.fit(at, e.gpus, l.gpus)
+	l.buf = run.ends
+	return at + e.run(l.gpus-run.held)
+}
+
+// waiting is the number of jobs of the lane, e left out, that wait for
+// GPUs: the jobs e's GPU-seconds there would hold back.
+func (l *lane) waiting(e entry) int {
+	if l.start == nil {
+		l.schedule()
+	}
+	if i := l.at(e); i < len(l.es) && l.es[i].id == e.id && l.start[i] > 0 {
+		return l.waits - 1
+	}
+	return l.waits
+}
+
+// end is a running job of a list schedule: when it ends and the GPUs it
+// holds.
+type end struct {
+	at   float64
+	gpus int
+}
+
+// running is the running jobs of a list schedule, a heap by end, and the
+// GPUs they hold.
+type running struct {
+	ends []end
+	held int
+}
+
+func (r *running) push(x end) {
+	r.ends = append(r.ends, x)
+	r.held += x.gpus
+	for i := len(r.ends) - 1; i > 0; {
+		p := (i - 1) / 2
+		if r.ends[p].at <= r.ends[i].at {
+			break
+		}
+		r.ends[p], r.ends[i] = r.ends[i], r.ends[p]
+		i = p
+	}
+}
+
+// pop takes off the job that ends first.
+func (r *running) pop() end {
+	x := r.ends[0]
+	last := len(r.ends) - 1
+	r.ends[0] = r.ends[last]
+	r.ends = r.ends[:last]
+	r.held -= x.gpus
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= last {
+			break
+		}
+		if c+1 < last && r.ends[c+1].at < r.ends[c].at {
+			c++
+		}
+		if r.ends[i].at <= r.ends[c].at {
+			break
+		}
+		r.ends[i], r.ends[c] = r.ends[c], r.ends[i]
+		i = c
+	}
+	return x
+}
+
+// fit is the earliest time from at when gpus more fit among total,
+// ending the jobs that must end first.
+func (r *running) fit(at float64, gpus, total int) float64 {
+	for r.held+gpus > total && len(r.ends) > 0 {
+		at = max(at, r.pop().at)
+	}
+	return at
 }
 
 // Assign decides every job's type at time now, for types whose policies
@@ -180,9 +360,10 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 	if cfg.DefaultSpeed <= 0 {
 		cfg.DefaultSpeed = 1
 	}
-	gpus := map[string]int{}
+	gpus, elastic := map[string]int{}, map[string]bool{}
 	for _, t := range types {
 		gpus[t.Name] += max(t.GPUs, 0)
+		elastic[t.Name] = t.Elastic
 	}
 	unknown := medianWork(jobs)
 	entryOn := func(j *Job, t string) entry {
@@ -191,12 +372,25 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 		if order == ByArrival {
 			key = float64(j.Submitted.UnixNano())
 		}
-		return entry{key: key, id: j.ID, w: w}
+		r := j.Runs[t]
+		g := min(max(r.GPUs, 1), max(gpus[t], 1))
+		e := entry{key: key, id: j.ID, gpus: g, most: g, dur: w / max(r.Speedup, 1)}
+		e.fastest = e.dur
+		if !elastic[t] {
+			return e
+		}
+		// Growth is counted only for a new job: a job already on a type
+		// moves only if the move pays without it (jobs that grew into
+		// idle GPUs shrink again as others arrive).
+		if m := min(r.Most, gpus[t]); m > g && r.MostSpeedup > r.Speedup {
+			e.most, e.fastest, e.grows = m, w/r.MostSpeedup, j.Current == ""
+		}
+		return e
 	}
 	lanes := map[string]*lane{}
 	laneOf := func(t string) *lane {
 		if lanes[t] == nil {
-			lanes[t] = &lane{}
+			lanes[t] = &lane{gpus: gpus[t]}
 		}
 		return lanes[t]
 	}
@@ -233,41 +427,65 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 		}
 		// F(t): when the job would be done on t, after the work ahead of
 		// it in t's order.
-		finish := func(t string) float64 {
+		// F(t): when the job would be done on t. C(t): that, plus what
+		// it holds back the jobs that wait on t: each is delayed by its
+		// GPU-seconds there over the type's GPUs. (For types served by
+		// arrival, the jobs waiting now stand for those that will arrive
+		// behind it.)
+		fin, cost, held := map[string]float64{}, map[string]float64{}, map[string]int{}
+		for _, t := range j.Types {
 			if gpus[t] == 0 {
-				return math.Inf(1)
+				fin[t], cost[t] = math.Inf(1), math.Inf(1)
+				continue
 			}
 			e := entryOn(j, t)
-			f := (laneOf(t).ahead(e) + e.w) / float64(gpus[t])
+			l := laneOf(t)
+			fin[t] = l.finish(e)
 			if j.Ran && j.Current != "" && t != j.Current {
-				f += cfg.RestartCost
+				fin[t] += cfg.RestartCost
 			}
-			return f
+			held[t] = l.waiting(e)
+			cost[t] = fin[t] + float64(held[t])*e.size()/float64(gpus[t])
 		}
+		finish := func(t string) float64 { return fin[t] }
 		best := j.Types[0]
 		for _, t := range j.Types[1:] {
-			if finish(t) < finish(best) {
+			if cost[t] < cost[best] {
 				best = t
 			}
 		}
+		fast := fastest(j, gpus, entryOn)
+		if j.Current == "" && fast != best && !(cost[best] < (1-cfg.Prefer)*cost[fast]) {
+			// A new job goes where it runs fastest unless another type
+			// costs less by Prefer.
+			best = fast
+		}
 		d := Decision{Type: best}
 		switch {
-		case math.IsInf(finish(best), 1):
+		case math.IsInf(fin[best], 1):
 			d.Type = cmp.Or(j.Current, j.Types[0])
 			d.Reason = "no type it accepts has schedulable GPUs"
 		case j.Current == "" || best == j.Current:
-			d.Reason = fmt.Sprintf("%s: estimated done in %s there, %s", best, words(finish(best)), alternatives(j, best, finish))
+			d.Reason = fmt.Sprintf("%s: estimated done in %s there, %s", best, words(fin[best]), alternatives(j, best, finish))
+			if sooner := soonest(j, fin); fin[sooner] < fin[best] {
+				if best == fast && cost[sooner] < cost[best] {
+					d.Reason += fmt.Sprintf("; it runs fastest on %s, and %s would not save %.0f%%", best, sooner, 100*cfg.Prefer)
+				} else {
+					d.Reason += fmt.Sprintf("; on %s it would hold back %s", sooner, waitingJobs(held[sooner]))
+				}
+			}
 		case now.Sub(j.Since) < cfg.MinDwell:
 			d.Type = j.Current
 			d.Reason = fmt.Sprintf("%s: moved less than %s ago", j.Current, cfg.MinDwell)
-		case finish(best) < (1-cfg.Hysteresis)*finish(j.Current):
+		case cost[best] < (1-cfg.Hysteresis)*cost[j.Current]:
 			d.Moved = true
-			d.Reason = fmt.Sprintf("moved from %s to %s: estimated done in %s there instead of %s", j.Current, best, words(finish(best)), words(finish(j.Current)))
+			d.Reason = fmt.Sprintf("moved from %s to %s: estimated done in %s there instead of %s", j.Current, best, words(fin[best]), words(fin[j.Current]))
 		default:
 			d.Type = j.Current
 			d.Reason = fmt.Sprintf("%s: %s would be done in %s instead of %s, less than the %.0f%% a move must save",
-				j.Current, best, words(finish(best)), words(finish(j.Current)), 100*cfg.Hysteresis)
+				j.Current, best, words(fin[best]), words(fin[j.Current]), 100*cfg.Hysteresis)
 		}
+		d.Done = fin[d.Type]
 		if d.Type != j.Current {
 			if j.Current != "" {
 				laneOf(j.Current).remove(j.ID)
@@ -277,6 +495,39 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 		out[j.ID] = d
 	}
 	return out
+}
+
+// soonest is the job's type of the earliest estimated finish.
+func soonest(j *Job, fin map[string]float64) string {
+	best := j.Types[0]
+	for _, t := range j.Types[1:] {
+		if fin[t] < fin[best] {
+			best = t
+		}
+	}
+	return best
+}
+
+func waitingJobs(n int) string {
+	if n == 1 {
+		return "1 waiting job"
+	}
+	return fmt.Sprintf("%d waiting jobs", n)
+}
+
+// fastest is the type of the job's where it runs its request fastest
+// (the first of equals).
+func fastest(j *Job, gpus map[string]int, entryOn func(*Job, string) entry) string {
+	best, bestDur := "", math.Inf(1)
+	for _, t := range j.Types {
+		if gpus[t] == 0 {
+			continue
+		}
+		if d := entryOn(j, t).dur; best == "" || d < bestDur {
+			best, bestDur = t, d
+		}
+	}
+	return cmp.Or(best, j.Types[0])
 }
 
 func speed(j *Job, t string, cfg Config) float64 {

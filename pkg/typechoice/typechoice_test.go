@@ -3,6 +3,7 @@ package typechoice_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,34 +19,99 @@ func TestNewJobsGoWhereTheyFinishFirst(t *testing.T) {
 	cfg := typechoice.DefaultConfig()
 	// An idle cluster: a job 3× faster on V100 goes there.
 	d := typechoice.Assign(types, []typechoice.Job{{ID: "a", Types: []string{"k80", "v100"}, Speed: map[string]float64{"k80": 1, "v100": 3}, Work: 3600}}, now, typechoice.ByWork, cfg)
-	if d["a"].Type != "v100" || d["a"].Moved || d["a"].Reason != "v100: estimated done in 3m there, against 8m on k80" {
+	if d["a"].Type != "v100" || d["a"].Moved || d["a"].Reason != "v100: estimated done in 20m there, against 1h00m on k80" || d["a"].Done != 1200 {
 		t.Errorf("idle cluster: %+v", d["a"])
 	}
-	// V100 busy with a long single-type job submitted earlier: where
+	// Every V100 held for ten hours by a job submitted earlier: where
 	// jobs are served by arrival the short job takes the idle K80s; where
 	// the least work goes first, it goes ahead of the long job on V100.
 	jobs := []typechoice.Job{
-		{ID: "busy", Types: []string{"v100"}, Work: 8 * 36000, Current: "v100", Ran: true, Submitted: now.Add(-time.Hour)},
+		{ID: "busy", Types: []string{"v100"}, Work: 8 * 36000, Current: "v100", Ran: true, Submitted: now.Add(-time.Hour),
+			Runs: map[string]typechoice.Run{"v100": {GPUs: 8, Speedup: 8}}},
 		{ID: "a", Types: []string{"v100", "k80"}, Speed: map[string]float64{"k80": 1, "v100": 3}, Work: 3600, Submitted: now},
 	}
 	d = typechoice.Assign(types, jobs, now, typechoice.ByArrival, cfg)
-	if d["a"].Type != "k80" || d["busy"].Type != "v100" {
+	if d["a"].Type != "k80" || d["busy"].Type != "v100" || d["a"].Reason != "k80: estimated done in 1h00m there, against 10h20m on v100" {
 		t.Errorf("busy V100, by arrival: %+v", d)
 	}
 	d = typechoice.Assign(types, jobs, now, typechoice.ByWork, cfg)
-	if d["a"].Type != "v100" {
+	if d["a"].Type != "v100" || d["a"].Done != 1200 {
 		t.Errorf("busy V100, by work: %+v", d)
 	}
-	// Jobs fill the faster type until the slower one drains as soon:
-	// equal jobs on one GPU of each type, V100 twice as fast.
+	// Equal jobs on one GPU of each type, V100 twice as fast: the second
+	// waits for the first on V100 rather than run as long on K80 (it runs
+	// fastest there, and the K80 would not save a fifth); the third takes
+	// the K80.
 	one := []typechoice.Type{{Name: "k80", GPUs: 1}, {Name: "v100", GPUs: 1}}
 	var three []typechoice.Job
 	for _, id := range []string{"j1", "j2", "j3"} {
 		three = append(three, typechoice.Job{ID: id, Types: []string{"k80", "v100"}, Speed: map[string]float64{"k80": 1, "v100": 2}, Work: 1000})
 	}
 	d = typechoice.Assign(one, three, now, typechoice.ByWork, cfg)
-	if d["j1"].Type != "v100" || d["j2"].Type != "k80" || d["j3"].Type != "v100" {
+	if d["j1"].Type != "v100" || d["j2"].Type != "v100" || d["j3"].Type != "k80" {
 		t.Errorf("three equal jobs: %+v", d)
+	}
+	if want := "k80: estimated done in 17m there, against 25m on v100"; d["j3"].Reason != want {
+		t.Errorf("j3's reason %q, want %q", d["j3"].Reason, want)
+	}
+}
+
+// TestAJobRunsOnItsOwnGPUs: a one-GPU job on eight idle K80s runs on one
+// of them, not on all eight; it waits half an hour for a V100 three times
+// as fast rather than run an hour on a K80.
+func TestAJobRunsOnItsOwnGPUs(t *testing.T) {
+	var jobs []typechoice.Job
+	for i := range 8 {
+		jobs = append(jobs, typechoice.Job{ID: fmt.Sprintf("r%d", i), Types: []string{"v100"}, Work: 3 * 1800, Speed: map[string]float64{"v100": 3},
+			Current: "v100", Ran: true, Submitted: now.Add(-time.Hour)})
+	}
+	jobs = append(jobs, typechoice.Job{ID: "a", Types: []string{"k80", "v100"}, Speed: map[string]float64{"k80": 1, "v100": 3}, Work: 3600, Submitted: now})
+	d := typechoice.Assign(types, jobs, now, typechoice.ByArrival, typechoice.DefaultConfig())
+	if d["a"].Type != "v100" || d["a"].Done != 3000 {
+		t.Errorf("%+v", d["a"])
+	}
+	// Asking for four GPUs at a speedup of 3, it would run 20 minutes on
+	// the K80s: sooner than waiting.
+	jobs[8].Runs = map[string]typechoice.Run{"k80": {GPUs: 4, Speedup: 3}, "v100": {GPUs: 4, Speedup: 3}}
+	d = typechoice.Assign(types, jobs, now, typechoice.ByArrival, typechoice.DefaultConfig())
+	if d["a"].Type != "k80" || d["a"].Done != 1200 {
+		t.Errorf("four GPUs: %+v", d["a"])
+	}
+	// On an elastic type a new job is counted growing into the idle
+	// GPUs, up to its most.
+	el := []typechoice.Type{{Name: "k80", GPUs: 8, Elastic: true}, {Name: "v100", GPUs: 8, Elastic: true}}
+	jobs[8].Runs = map[string]typechoice.Run{"k80": {GPUs: 1, Speedup: 1, Most: 8, MostSpeedup: 6}, "v100": {GPUs: 1, Speedup: 1}}
+	d = typechoice.Assign(el, jobs, now, typechoice.ByArrival, typechoice.DefaultConfig())
+	if d["a"].Type != "k80" || d["a"].Done != 600 {
+		t.Errorf("elastic: %+v", d["a"])
+	}
+}
+
+// TestAJobDoesNotHoldBackWaitingJobsForLittle: a short job would be done
+// a little sooner on a slow type, where it would go ahead of three jobs
+// waiting there; on its fast type it waits behind two short jobs.
+func TestAJobDoesNotHoldBackWaitingJobsForLittle(t *testing.T) {
+	one := []typechoice.Type{{Name: "fast", GPUs: 1}, {Name: "slow", GPUs: 1}}
+	jobs := []typechoice.Job{
+		{ID: "f1", Types: []string{"fast"}, Speed: map[string]float64{"fast": 2}, Work: 600, Current: "fast"},
+		{ID: "f2", Types: []string{"fast"}, Speed: map[string]float64{"fast": 2}, Work: 800, Current: "fast"},
+		{ID: "r", Types: []string{"slow"}, Work: 3600, Current: "slow"},
+		{ID: "w1", Types: []string{"slow"}, Work: 5000, Current: "slow"},
+		{ID: "w2", Types: []string{"slow"}, Work: 6000, Current: "slow"},
+		{ID: "w3", Types: []string{"slow"}, Work: 7000, Current: "slow"},
+		{ID: "a", Types: []string{"fast", "slow"}, Speed: map[string]float64{"fast": 2, "slow": 1}, Work: 1000},
+	}
+	d := typechoice.Assign(one, jobs, now, typechoice.ByWork, typechoice.DefaultConfig())
+	if d["a"].Type != "fast" || d["a"].Done != 1200 {
+		t.Errorf("%+v", d["a"])
+	}
+	if want := "fast: estimated done in 20m there, against 17m on slow; on slow it would hold back 3 waiting jobs"; d["a"].Reason != want {
+		t.Errorf("reason %q, want %q", d["a"].Reason, want)
+	}
+	// With nobody waiting on the slow type, it goes there.
+	d = typechoice.Assign(one, slices.DeleteFunc(slices.Clone(jobs), func(j typechoice.Job) bool { return j.ID[0] == 'w' }), now, typechoice.ByWork, typechoice.DefaultConfig())
+	if d["a"].Type != "slow" {
+		t.Errorf("nobody waiting: %+v", d["a"])
 	}
 }
 
@@ -157,5 +223,51 @@ func TestOrderOf(t *testing.T) {
 		if got := typechoice.OrderOf(p); got != want {
 			t.Errorf("OrderOf(%s) = %s, want %s", p, got, want)
 		}
+	}
+}
+
+// BenchmarkAssign: one new job among 5 000 placed on three types of 2 000
+// GPUs, half of them accepting every type, as the controller decides a
+// new job's type.
+func BenchmarkAssign(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	tys := []typechoice.Type{{Name: "k80", GPUs: 2000}, {Name: "p100", GPUs: 2000, Elastic: true}, {Name: "v100", GPUs: 2000}}
+	names := []string{"k80", "p100", "v100"}
+	var jobs []typechoice.Job
+	for i := range 5001 {
+		j := typechoice.Job{ID: fmt.Sprintf("j%04d", i), Work: float64(600 + r.IntN(1_000_000)), Speed: map[string]float64{"k80": 1, "p100": 2, "v100": 3},
+			Submitted: now.Add(-time.Duration(r.IntN(86400)) * time.Second), Runs: map[string]typechoice.Run{}}
+		g := 1 << r.IntN(4)
+		for _, n := range names {
+			j.Runs[n] = typechoice.Run{GPUs: g, Speedup: 0.8 * float64(g), Most: 2 * g, MostSpeedup: 1.5 * float64(g)}
+		}
+		j.Types = names
+		if i%2 == 0 {
+			j.Types = names[i%3 : i%3+1]
+		}
+		if i < 5000 {
+			j.Current, j.Ran, j.Since = j.Types[r.IntN(len(j.Types))], true, now.Add(-time.Hour)
+		}
+		jobs = append(jobs, j)
+	}
+	for _, order := range []string{typechoice.ByWork, typechoice.ByArrival} {
+		// Settled: the placed jobs on the types the rule gave them.
+		settled := slices.Clone(jobs)
+		d := typechoice.Assign(tys, settled, now, order, typechoice.DefaultConfig())
+		for i := range settled[:5000] {
+			settled[i].Current = d[settled[i].ID].Type
+		}
+		b.Run(order, func(b *testing.B) {
+			moves := 0
+			for b.Loop() {
+				moves = 0
+				for _, x := range typechoice.Assign(tys, settled, now, order, typechoice.DefaultConfig()) {
+					if x.Moved {
+						moves++
+					}
+				}
+			}
+			b.ReportMetric(float64(moves), "moves")
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 	"github.com/vodascheduler/voda/pkg/estimator"
@@ -122,7 +123,7 @@ func (c *Controller) readTypes(ctx context.Context, names []string) (*typeState,
 		}); err != nil {
 			return nil, err
 		}
-		st.types = append(st.types, typechoice.Type{Name: t, GPUs: gpus})
+		st.types = append(st.types, typechoice.Type{Name: t, GPUs: gpus, Elastic: !algorithm.Rigid(policy)})
 		if typechoice.OrderOf(policy) == typechoice.ByWork {
 			st.order = typechoice.ByWork // the order of most policies
 		}
@@ -165,6 +166,7 @@ func (c *Controller) choiceJob(tj *v1alpha1.TrainingJob, cur string) typechoice.
 	}
 	j.Types = types
 	j.Speed = Speeds(tj)
+	j.Runs = c.runs(tj, types)
 	k := 1
 	if cur != "" {
 		k, _ = tj.Spec.WorkerAccelerators(c.opts.Accelerators.Of(cur))
@@ -180,6 +182,27 @@ func (c *Controller) choiceJob(tj *v1alpha1.TrainingJob, cur string) typechoice.
 		}
 	}
 	return j
+}
+
+// runs is how the job runs on each of its types, for the rule: on its
+// requested workers' GPUs there, at the speedup the estimator expects of
+// it (its own reports, else its category's, else the default curve), and
+// on an elastic type up to its most workers. A worker of k GPUs counts as
+// k GPUs' speed, as the remaining work does (choiceJob).
+func (c *Controller) runs(tj *v1alpha1.TrainingJob, types []string) map[string]typechoice.Run {
+	_, fit := c.prior(tj)
+	out := make(map[string]typechoice.Run, len(types))
+	for _, t := range types {
+		k, err := tj.Spec.WorkerAccelerators(c.opts.Accelerators.Of(t))
+		if err != nil || k < 1 {
+			k = 1
+		}
+		s := api.JobSpec{MinWorkers: int(tj.Spec.MinWorkers), MaxWorkers: int(tj.Spec.MaxWorkers), RequestedWorkers: int(tj.Spec.RequestedWorkers)}
+		n, most := max(s.Requested(), 1), max(s.MaxWorkers, 1)
+		out[t] = typechoice.Run{GPUs: n * k, Speedup: float64(k) * max(fit.Speedup(n), 1),
+			Most: most * k, MostSpeedup: float64(k) * max(fit.Speedup(most), 1)}
+	}
+	return out
 }
 
 // Speeds are a job's relative speeds per GPU on each of its types: measured

@@ -56,6 +56,25 @@ func TestNewJobsGoWhereTheyFinishFirst(t *testing.T) {
 	}
 }
 
+// TestCloseCallsGoToTheFastestType: a new job a little sooner done on a
+// slower type still goes where it runs fastest.
+func TestCloseCallsGoToTheFastestType(t *testing.T) {
+	one := []typechoice.Type{{Name: "k80", GPUs: 1}, {Name: "v100", GPUs: 1}}
+	jobs := []typechoice.Job{
+		{ID: "ahead", Types: []string{"v100"}, Work: 330, Speed: map[string]float64{"v100": 1.1}, Current: "v100", Submitted: now.Add(-time.Hour)},
+		{ID: "a", Types: []string{"k80", "v100"}, Speed: map[string]float64{"k80": 1, "v100": 1.1}, Work: 1000, Submitted: now},
+	}
+	d := typechoice.Assign(one, jobs, now, typechoice.ByArrival, typechoice.DefaultConfig())
+	if want := "v100: estimated done in 20m there, against 17m on k80; it runs fastest on v100, and k80 would not save 20%"; d["a"].Type != "v100" || d["a"].Reason != want {
+		t.Errorf("got %+v, want v100 because %q", d["a"], want)
+	}
+	// With ten times as much ahead, the K80 saves more than a fifth.
+	jobs[0].Work = 3300
+	if d := typechoice.Assign(one, jobs, now, typechoice.ByArrival, typechoice.DefaultConfig()); d["a"].Type != "k80" {
+		t.Errorf("long wait: %+v", d["a"])
+	}
+}
+
 // TestAJobRunsOnItsOwnGPUs: a one-GPU job on eight idle K80s runs on one
 // of them, not on all eight; it waits half an hour for a V100 three times
 // as fast rather than run an hour on a K80.

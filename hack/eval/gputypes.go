@@ -80,11 +80,13 @@ with the same policy, 30 s restart delay, 30 s rate limit, oracle
 information. Three ways of giving jobs a type (`+"`--type-choice`"+`): **random**
 (each job pinned to a type drawn among those it runs on, as users guessing
 would), **fastest** (pinned to the type where its scale factor runs fastest)
-and **Voda** (`+"`pkg/typechoice`"+`, as the controller runs it: each job goes to
-the type where it is estimated to be done first, given the work ahead of it
-in that type's policy order, and a waiting job moves when another type
-would be done with it a fifth sooner, at most once per 10 minutes; a job
-holding GPUs keeps its type; see docs/simulator.md). Workloads: Gavel's
+and **Voda** (`+"`pkg/typechoice`"+`, as the controller runs it: for each type,
+when the job would be done there if the type ran its jobs as a list in its
+policy's order, each on the GPUs it asks for, plus what it would hold back
+the jobs waiting there; a new job goes where it runs fastest unless another
+type comes out a fifth lower, and a waiting job moves when another type
+comes out a fifth lower, at most once per 10 minutes; a job holding GPUs
+keeps its type; see docs/simulator.md). Workloads: Gavel's
 generator (uniform job types, Philly-like scale factors, 80% of durations
 between 32 minutes and 17 hours on a V100, the rest up to 167 hours) with 300
 jobs at 0.5, 1 and 1.5 jobs per hour (seed 1), and Gavel's physical-cluster

@@ -22,16 +22,22 @@ type gridShape struct {
 	heldOut bool
 }
 
-// gridShapes: the first three chose the rule's parameters (its prefer and
-// hysteresis margins, whether a move counts growth, and the model of the
-// wait); the last three are reported apart.
+// gridShapes: the first six chose the rule's parameters (the first three
+// at first; the next three were held out until the rule's model of
+// elastic growth was chosen on all six); the last six are held out.
 var gridShapes = []gridShape{
 	{name: "fast-heavy, three types, 32 GPUs", spec: "v100=4x4,p100=2x4,k80=2x4"},
 	{name: "slow-heavy, three types, 48 GPUs (Gavel's)", spec: "v100=2x4,p100=4x4,k80=6x4"},
 	{name: "balanced, two types, 128 GPUs", spec: "v100=8x8,k80=8x8"},
-	{name: "balanced, three types, 36 GPUs", spec: "v100=3x4,p100=3x4,k80=3x4", heldOut: true},
-	{name: "fast-heavy, two types, 32 GPUs", spec: "v100=6x4,k80=2x4", heldOut: true},
-	{name: "slow-heavy, three types, 224 GPUs", spec: "v100=4x8,p100=8x8,k80=16x8", heldOut: true},
+	{name: "balanced, three types, 36 GPUs", spec: "v100=3x4,p100=3x4,k80=3x4"},
+	{name: "fast-heavy, two types, 32 GPUs", spec: "v100=6x4,k80=2x4"},
+	{name: "slow-heavy, three types, 224 GPUs", spec: "v100=4x8,p100=8x8,k80=16x8"},
+	{name: "fast-heavy, three types, 64 GPUs", spec: "v100=8x4,p100=4x4,k80=4x4", heldOut: true},
+	{name: "slow-heavy, two types, 32 GPUs", spec: "p100=2x4,k80=6x4", heldOut: true},
+	{name: "fast-heavy, two types, 160 GPUs", spec: "v100=16x8,k80=4x8", heldOut: true},
+	{name: "balanced, two fast types, 32 GPUs", spec: "v100=2x8,p100=2x8", heldOut: true},
+	{name: "slow-heavy, three types, 44 GPUs", spec: "v100=1x4,p100=2x4,k80=8x4", heldOut: true},
+	{name: "fast-heavy, three types, 72 GPUs", spec: "v100=12x4,p100=4x4,k80=2x4", heldOut: true},
 }
 
 // gridLoads are the generated workloads' arrival rates, in jobs per hour
@@ -222,11 +228,13 @@ func writeTypeGrid(w io.Writer, g typeGrid) {
 	fmt.Fprintf(w, `### Other cluster shapes
 
 Voda's choice against the better pinned choice (random or fastest, the one
-of lower mean JCT) on six cluster shapes, three loads and Gavel's trace,
-every policy. The first three shapes chose the rule's parameters (the
-fifth a new job must save to leave its fastest type, the fifth a move must
-save, that a move does not count growth, and the list model of the wait:
-see pkg/typechoice); the last three are held out. Loads are 0.5, 1 and 1.5
+of lower mean JCT) on twelve cluster shapes, three loads and Gavel's trace,
+every policy. The first six shapes chose the rule's parameters (the fifth
+a new job must save to leave its fastest type, the fifth a move must save,
+and the list model of the wait with its growth under elastic policies: see
+pkg/typechoice) — the first three at first, the next three once they had
+shown the first model of growth wrong; the last six are held out and were
+run once, with the rule as it is. Loads are 0.5, 1 and 1.5
 jobs per hour per 24 V100-equivalent GPUs, a type's GPUs counted at its
 mean speed over V100 on Gavel's job types (P100 %.2f, K80 %.2f); each load
 is %d draws of 300 jobs (seeds 1–%d), their jobs pooled, and the trace is

@@ -16,9 +16,11 @@
 // F(j, t), when j would be done on t, comes from running t's jobs as a
 // list in that order, each on the GPUs it asks for: j starts when the
 // jobs ahead of it that still run leave it g(t) GPUs (and not before the
-// job just ahead of it), then runs d(t); under an elastic policy a new job
-// is counted growing into the GPUs free at its start, up to its most.
-// A move adds the restart it costs a job that has run.
+// job just ahead of it), then runs d(t). Under an elastic policy each job
+// of the list runs grown into the GPUs free at its start, up to its most,
+// while it holds only its request against the jobs after it (the policy
+// shrinks it to start them). A move adds the restart it costs a job that
+// has run.
 //
 // A job on t also holds back the jobs waiting there: each by about its
 // GPU-seconds over G(t). Its cost on t is C(j, t) = F(j, t) + N(t)·g(t)·
@@ -31,9 +33,8 @@
 // Jobs are considered one at a time, the least work first. A new job
 // goes to the type where it runs its request fastest, unless another type
 // costs at least Prefer (a fifth) less. A job already on a type moves only
-// when another type costs at least Hysteresis (a fifth) less, its own
-// growth not counted, and not within MinDwell (10 minutes) of its last
-// move. Each decision updates the types' lists before the next job is
+// when another type costs at least Hysteresis (a fifth) less, and not
+// within MinDwell (10 minutes) of its last move. Each decision updates the types' lists before the next job is
 // considered.
 //
 // This is list scheduling on unrelated machines (Graham's list schedule;
@@ -144,7 +145,8 @@ type Decision struct {
 	Moved bool
 	// Reason says, in words, why the job is on Type.
 	Reason string
-	// Done is the seconds until the job is estimated done on Type.
+	// Done is the seconds until the job is estimated done on Type; 0 for
+	// a job of one type (the rule does not estimate it).
 	Done float64
 }
 
@@ -176,9 +178,6 @@ type entry struct {
 	gpus, most int
 	// dur is its run on gpus; fastest its run on most.
 	dur, fastest float64
-	// grows says its own estimate counts growth into free GPUs: a new
-	// job's on an elastic type.
-	grows bool
 }
 
 func (a entry) less(b entry) bool { return a.key < b.key || (a.key == b.key && a.id < b.id) }
@@ -225,10 +224,10 @@ func (l *lane) at(e entry) int {
 }
 
 // run is how long e runs from a start with free GPUs: on the GPUs it
-// asks for, or, if its estimate counts growth, on up to its most of the
-// free ones, at a speed on the line between its request's and its most's.
+// asks for, or on an elastic type on up to its most of the free ones, at
+// a speed on the line between its request's and its most's.
 func (e entry) run(free int) float64 {
-	if !e.grows || e.most <= e.gpus || free <= e.gpus {
+	if e.most <= e.gpus || free <= e.gpus {
 		return e.dur
 	}
 	n := min(free, e.most)
@@ -243,8 +242,12 @@ func (l *lane) schedule() {
 	at := 0.0
 	for i, e := range l.es {
 		at = run.fit(at, e.gpus, l.gpus)
-		run.push(end{at + e.dur, e.gpus})
-		l.start[i], l.end[i], l.held[i] = at, at+e.dur, run.held
+		// It runs grown into the GPUs free at its start; the GPUs it
+		// asks for are what it holds against the jobs after it, as an
+		// elastic policy shrinks it to start them.
+		d := e.run(l.gpus - run.held)
+		run.push(end{at + d, e.gpus})
+		l.start[i], l.end[i], l.held[i] = at, at+d, run.held
 	}
 	l.buf = run.ends
 	// Starts never decrease along the list: the jobs that wait are a tail.
@@ -379,11 +382,8 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 		if !elastic[t] {
 			return e
 		}
-		// Growth is counted only for a new job: a job already on a type
-		// moves only if the move pays without it (jobs that grew into
-		// idle GPUs shrink again as others arrive).
 		if m := min(r.Most, gpus[t]); m > g && r.MostSpeedup > r.Speedup {
-			e.most, e.fastest, e.grows = m, w/r.MostSpeedup, j.Current == ""
+			e.most, e.fastest = m, w/r.MostSpeedup
 		}
 		return e
 	}

@@ -96,13 +96,24 @@ func TestAJobRunsOnItsOwnGPUs(t *testing.T) {
 	if d["a"].Type != "k80" || d["a"].Done != 1200 {
 		t.Errorf("four GPUs: %+v", d["a"])
 	}
-	// On an elastic type a new job is counted growing into the idle
+	// On an elastic type a job is counted growing into the idle
 	// GPUs, up to its most.
 	el := []typechoice.Type{{Name: "k80", GPUs: 8, Elastic: true}, {Name: "v100", GPUs: 8, Elastic: true}}
 	jobs[8].Runs = map[string]typechoice.Run{"k80": {GPUs: 1, Speedup: 1, Most: 8, MostSpeedup: 6}, "v100": {GPUs: 1, Speedup: 1}}
 	d = typechoice.Assign(el, jobs, now, typechoice.ByArrival, typechoice.DefaultConfig())
 	if d["a"].Type != "k80" || d["a"].Done != 600 {
 		t.Errorf("elastic: %+v", d["a"])
+	}
+	// A job that grew into every K80 holds only its request against the
+	// jobs after it: they start beside it.
+	grown := []typechoice.Job{
+		{ID: "big", Types: []string{"k80"}, Work: 8000, Current: "k80", Submitted: now.Add(-time.Hour),
+			Runs: map[string]typechoice.Run{"k80": {GPUs: 1, Speedup: 1, Most: 8, MostSpeedup: 8}}},
+		{ID: "b", Types: []string{"k80", "v100"}, Speed: map[string]float64{"k80": 1, "v100": 0.5}, Work: 1000, Submitted: now},
+	}
+	d = typechoice.Assign(el, grown, now, typechoice.ByArrival, typechoice.DefaultConfig())
+	if d["b"].Type != "k80" || d["b"].Done != 1000 {
+		t.Errorf("beside a grown job: %+v", d)
 	}
 }
 

@@ -64,21 +64,6 @@ type typeGrid struct {
 	seconds  float64
 }
 
-// parseShape reads TYPE=NODESxGPUS,… as voda simulate --gpu-types does.
-func parseShape(spec string) ([]simulator.TypeNodes, error) {
-	var out []simulator.TypeNodes
-	for _, p := range strings.Split(spec, ",") {
-		var t simulator.TypeNodes
-		name, size, ok := strings.Cut(p, "=")
-		if _, err := fmt.Sscanf(size, "%dx%d", &t.Nodes, &t.GPUsPerNode); !ok || err != nil {
-			return nil, fmt.Errorf("shape %q: %q is not TYPE=NODESxGPUS", spec, p)
-		}
-		t.Name = name
-		out = append(out, t)
-	}
-	return out, nil
-}
-
 // meanSpeeds is each type's one-GPU throughput over V100's, averaged over
 // Gavel's job types measured on both.
 func meanSpeeds(table *simulator.GavelTable) map[string]float64 {
@@ -118,7 +103,7 @@ func runTypeGrid(gavel string) (typeGrid, error) {
 	}
 	var tasks []task
 	for si, sh := range gridShapes {
-		types, err := parseShape(sh.spec)
+		types, err := simulator.ParseTypes(sh.spec)
 		if err != nil {
 			return typeGrid{}, err
 		}
@@ -336,7 +321,7 @@ func runTypeTime(gavel string) (typeTime, error) {
 	}
 	tt := typeTime{spec: "v100=4x4,p100=2x4,k80=2x4", jobs: 400, perHour: 1,
 		fastest: map[string]simulator.HeteroResult{}, voda: map[string]simulator.HeteroResult{}}
-	types, err := parseShape(tt.spec)
+	types, err := simulator.ParseTypes(tt.spec)
 	if err != nil {
 		return typeTime{}, err
 	}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -40,22 +39,6 @@ type heteroSim struct {
 	table    *simulator.GavelTable
 }
 
-// parseGPUTypes reads TYPE=NODESxGPUS,...
-func parseGPUTypes(s string) ([]simulator.TypeNodes, error) {
-	var out []simulator.TypeNodes
-	for _, part := range strings.Split(s, ",") {
-		name, size, ok := strings.Cut(strings.TrimSpace(part), "=")
-		nodes, gpus, ok2 := strings.Cut(size, "x")
-		n, err1 := strconv.Atoi(nodes)
-		g, err2 := strconv.Atoi(gpus)
-		if !ok || !ok2 || name == "" || err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("--gpu-types %q: want TYPE=NODESxGPUS, comma-separated, e.g. v100=2x4,k80=6x4", part)
-		}
-		out = append(out, simulator.TypeNodes{Name: name, Nodes: n, GPUsPerNode: g})
-	}
-	return out, nil
-}
-
 func prepareHetero(cmd *cobra.Command, f *simulateFlags, h *heteroFlags) (*heteroSim, error) {
 	changed := cmd.Flags().Changed
 	for _, name := range []string{"profiles", "nodes", "gpus-per-node", "gpus-per-worker", "interval", "baseline", "information", "load", "per-job", "plot", "html"} {
@@ -72,7 +55,7 @@ func prepareHetero(cmd *cobra.Command, f *simulateFlags, h *heteroFlags) (*heter
 	if h.gavel == "" {
 		return nil, errors.New("--gpu-types needs --gavel DIR, the directory of Gavel's simulation_throughputs.json (../shared/traces/gavel)")
 	}
-	types, err := parseGPUTypes(h.gpuTypes)
+	types, err := simulator.ParseTypes(h.gpuTypes)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,24 @@ type TypeNodes struct {
 	Name        string
 	Nodes       int
 	GPUsPerNode int
+}
+
+// ParseTypes reads the GPU types of a cluster written TYPE=NODESxGPUS,
+// comma-separated (v100=2x4,k80=6x4), as voda simulate --gpu-types takes
+// them; Validate checks the sizes.
+func ParseTypes(s string) ([]TypeNodes, error) {
+	var out []TypeNodes
+	for _, part := range strings.Split(s, ",") {
+		name, size, ok := strings.Cut(strings.TrimSpace(part), "=")
+		nodes, gpus, ok2 := strings.Cut(size, "x")
+		n, err1 := strconv.Atoi(nodes)
+		g, err2 := strconv.Atoi(gpus)
+		if !ok || !ok2 || name == "" || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("--gpu-types %q: want TYPE=NODESxGPUS, comma-separated, e.g. v100=2x4,k80=6x4", part)
+		}
+		out = append(out, TypeNodes{Name: name, Nodes: n, GPUsPerNode: g})
+	}
+	return out, nil
 }
 
 // HeteroConfig describes one run on a cluster of several GPU types: one

@@ -425,8 +425,6 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 			out[j.ID] = Decision{Type: t, Reason: "the only type it accepts"}
 			continue
 		}
-		// F(t): when the job would be done on t, after the work ahead of
-		// it in t's order.
 		// F(t): when the job would be done on t. C(t): that, plus what
 		// it holds back the jobs that wait on t: each is delayed by its
 		// GPU-seconds there over the type's GPUs. (For types served by

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -184,7 +183,7 @@ func (c *gridCell) pooled(choice string) (mean, p99, makespan float64) {
 		sum += x
 	}
 	slices.Sort(jcts)
-	return sum / float64(len(jcts)), jcts[min(len(jcts)-1, int(math.Ceil(0.99*float64(len(jcts))))-1)], makespan
+	return sum / float64(len(jcts)), simulator.Percentile(jcts, 99), makespan
 }
 
 // versus is Voda's choice against the better pinned choice (the one of

@@ -163,7 +163,7 @@ func (r HeteroResult) P99JCT() float64 {
 	if len(v) == 0 {
 		return 0
 	}
-	return v[min(len(v)-1, int(math.Ceil(0.99*float64(len(v))))-1)]
+	return Percentile(v, 99)
 }
 
 // MovesPerJob is the mean number of moves between types.

@@ -36,7 +36,7 @@ type elasticPolicy struct {
 	RDZVPort     *int32           `json:"rdzvPort,omitempty"`
 	RDZVHost     string           `json:"rdzvHost,omitempty"`
 	RDZVID       string           `json:"rdzvId,omitempty"`
-	RDZVConf     []map[string]any `json:"rdzvConf,omitempty"`
+	RDZVConf     []rdzvEntry      `json:"rdzvConf,omitempty"`
 	Standalone   *bool            `json:"standalone,omitempty"`
 	NProcPerNode *int32           `json:"nProcPerNode,omitempty"`
 	MaxRestarts  *int32           `json:"maxRestarts,omitempty"`
@@ -85,6 +85,15 @@ func FromPyTorchJob(data []byte) (*v1alpha1.TrainingJob, error) {
 	}
 	errs = append(errs, refusedElastic(e)...)
 	tmpl := &v1alpha1.PyTorchJobTemplate{MaxRestarts: e.MaxRestarts, Worker: *worker.Template.DeepCopy()}
+	for i, c := range e.RDZVConf {
+		if tmpl.RendezvousConf == nil {
+			tmpl.RendezvousConf = map[string]string{}
+		}
+		if _, dup := tmpl.RendezvousConf[c.Key]; dup {
+			errs = append(errs, fmt.Errorf("spec.elasticPolicy.rdzvConf[%d]: key %q is given twice", i, c.Key))
+		}
+		tmpl.RendezvousConf[c.Key] = c.Value
+	}
 	switch worker.RestartPolicy {
 	case "", "ExitCode", "OnFailure", "Never":
 		tmpl.RestartPolicy = v1alpha1.PyTorchRestartPolicy(worker.RestartPolicy)
@@ -150,6 +159,7 @@ func FromPyTorchJob(data []byte) (*v1alpha1.TrainingJob, error) {
 
 // refusedElastic names the elastic-policy fields Voda cannot honour: it
 // renders the rendezvous (c10d on worker 0) and decides the replicas.
+// rdzvConf is carried over (TrainingJob's template.pytorchJob.rdzvConf).
 func refusedElastic(e *elasticPolicy) []error {
 	var errs []error
 	refuse := func(set bool, field, why string) {
@@ -162,7 +172,6 @@ func refusedElastic(e *elasticPolicy) []error {
 	refuse(e.RDZVPort != nil, "rdzvPort", rdzv)
 	refuse(e.RDZVHost != "", "rdzvHost", rdzv)
 	refuse(e.RDZVID != "", "rdzvId", rdzv)
-	refuse(len(e.RDZVConf) > 0, "rdzvConf", rdzv)
 	refuse(e.Standalone != nil && *e.Standalone, "standalone", "a standalone rendezvous cannot span nodes")
 	refuse(len(e.Metrics) > 0, "metrics", "Voda decides the workers, not an autoscaler")
 	return errs
@@ -191,6 +200,12 @@ func perNode(spec *string, elastic *int32) (int, error) {
 		return 0, fmt.Errorf("spec.elasticPolicy.nProcPerNode %d disagrees with spec.nprocPerNode or is out of range: set one, 1 to %d", e, api.MaxGPUsPerWorker)
 	}
 	return int(*elastic), nil
+}
+
+// rdzvEntry is one of elasticPolicy.rdzvConf's settings.
+type rdzvEntry struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // IsPyTorchJob reports whether a YAML or JSON document declares kind

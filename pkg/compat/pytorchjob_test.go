@@ -74,6 +74,9 @@ func TestPyTorchJobRefusals(t *testing.T) {
 		"rendezvous host":    {edit(policy, "elasticPolicy: {minReplicas: 1, maxReplicas: 4, rdzvHost: h}"), "spec.elasticPolicy.rdzvHost"},
 		"rendezvous port":    {edit(policy, "elasticPolicy: {minReplicas: 1, maxReplicas: 4, rdzvPort: 1}"), "spec.elasticPolicy.rdzvPort"},
 		"etcd rendezvous":    {edit(policy, "elasticPolicy: {minReplicas: 1, maxReplicas: 4, rdzvBackend: etcd}"), `spec.elasticPolicy.rdzvBackend "etcd"`},
+		"rdzvConf comma":     {edit(policy, "elasticPolicy: {minReplicas: 1, maxReplicas: 4, rdzvConf: [{key: join_timeout, value: '1,2'}]}"), "spec.template.pytorchJob.rdzvConf.join_timeout"},
+		"rdzvConf twice":     {edit(policy, "elasticPolicy: {minReplicas: 1, maxReplicas: 4, rdzvConf: [{key: a, value: '1'}, {key: a, value: '2'}]}"), `key "a" is given twice`},
+		"rdzvConf is_host":   {edit(policy, "elasticPolicy: {minReplicas: 1, maxReplicas: 4, rdzvConf: [{key: is_host, value: '1'}]}"), "rdzvConf.is_host"},
 		"autoscaling":        {edit(policy, "elasticPolicy: {minReplicas: 1, maxReplicas: 4, metrics: [{type: Resource}]}"), "spec.elasticPolicy.metrics"},
 		"run policy":         {edit(policy, policy+"\n  runPolicy: {ttlSecondsAfterFinished: 60}"), "spec.runPolicy.ttlSecondsAfterFinished"},
 		"suspended":          {edit(policy, policy+"\n  runPolicy: {suspend: true}"), "spec.runPolicy.suspend"},
@@ -140,4 +143,20 @@ func FuzzFromPyTorchJob(f *testing.F) {
 			t.Fatalf("converted into an invalid spec: %+v", s)
 		}
 	})
+}
+
+// rdzvConf is carried into the TrainingJob's template, key by key.
+func TestPyTorchJobRendezvousConf(t *testing.T) {
+	body := strings.Replace(elasticJob, "maxReplicas: 4}", "maxReplicas: 4, rdzvConf: [{key: last_call_timeout, value: '10'}, {key: join_timeout, value: '900'}]}", 1)
+	tj, err := compat.FromPyTorchJob([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"last_call_timeout": "10", "join_timeout": "900"}
+	if d := cmp.Diff(want, tj.Spec.Template.PyTorchJob.RendezvousConf); d != "" {
+		t.Errorf("rdzvConf (-want +got): %s", d)
+	}
+	if err := tj.Validate(); err != nil {
+		t.Error(err)
+	}
 }

@@ -53,6 +53,7 @@ func TestIntegrationController(t *testing.T) {
 	t.Run("GangVolcano", func(t *testing.T) { testGangVolcano(t, k) })
 	t.Run("PyTorch", func(t *testing.T) { testPyTorch(t, k) })
 	t.Run("PyTorchLifecycle", func(t *testing.T) { testPyTorchLifecycle(t, k) })
+	t.Run("Torchrun", func(t *testing.T) { testTorchrun(t, k) })
 	t.Run("Queues", func(t *testing.T) { testQueues(t, k) })
 	t.Run("PyTorchGangTimeout", func(t *testing.T) { testPyTorchGangTimeout(t, k) })
 	t.Run("WorkerGPUsMismatch", func(t *testing.T) { testWorkerGPUsMismatch(t, k) })

@@ -105,6 +105,16 @@ func (k *cluster) ptSettled(ctx context.Context, ns, name string, n int32) (bool
 		return false, fmt.Errorf("%s has %d worker pods, status says %d", name, len(pods), s.Workers)
 	}
 	nnodes := fmt.Sprintf("%d:%d", tj.Spec.MinWorkers, tj.Spec.MaxWorkers)
+	// Voda's rendezvous settings, unless the template gives its own.
+	lastCall, monitor := "3", "1"
+	if v, ok := tj.Spec.Template.PyTorchJob.RendezvousConf["last_call_timeout"]; ok {
+		lastCall = v
+	}
+	for _, e := range tj.Spec.Template.PyTorchJob.Worker.Spec.Containers[0].Env {
+		if e.Name == "PET_MONITOR_INTERVAL" {
+			monitor = e.Value
+		}
+	}
 	for i, node := range s.Placement {
 		p, ok := pods[i]
 		if !ok || p.Status.Phase != corev1.PodRunning || p.Spec.NodeName != node {
@@ -122,8 +132,10 @@ func (k *cluster) ptSettled(ctx context.Context, ns, name string, n int32) (bool
 			env[e.Name] = e.Value
 		}
 		if env["PET_NNODES"] != nnodes || env["PET_NPROC_PER_NODE"] != strconv.Itoa(int(kk)) ||
-			env["PET_RDZV_BACKEND"] != "c10d" || env["VODA_GPUS_PER_WORKER"] != strconv.Itoa(int(kk)) {
-			return false, fmt.Errorf("%s worker %d: torchrun's environment %v, want PET_NNODES=%s, PET_NPROC_PER_NODE=%d, c10d", name, i, env, nnodes, kk)
+			env["PET_RDZV_BACKEND"] != "c10d" || env["VODA_GPUS_PER_WORKER"] != strconv.Itoa(int(kk)) ||
+			env["PET_RDZV_CONF"] != "last_call_timeout="+lastCall || env["PET_MONITOR_INTERVAL"] != monitor {
+			return false, fmt.Errorf("%s worker %d: torchrun's environment %v, want PET_NNODES=%s, PET_NPROC_PER_NODE=%d, c10d, last_call_timeout=%s, monitor interval %s",
+				name, i, env, nnodes, kk, lastCall, monitor)
 		}
 	}
 	return true, nil
@@ -259,13 +271,13 @@ func testPyTorchLifecycle(t *testing.T, k *cluster) {
 	old := podUIDs(t, k, ns, "j1")
 	k.setLabel(t, from, "")
 	after := k.waitSettledOffPT(t, ns, "j1", 2, from)
-	// Worker 0 is a new pod. (Whether the operator keeps worker 1's pod is
-	// its business: torchrun restarts every process on a membership change.)
-	err := testenv.PollUntil(context.Background(), 60*time.Second, "j1's worker 0 replaced", func(ctx context.Context) (bool, error) {
+	// Worker 0 holds torchrun's rendezvous: moving it alone would make
+	// worker 1's torchrun exit 1 and fail the job, so both are new pods.
+	err := testenv.PollUntil(context.Background(), 60*time.Second, "j1 restarted as a whole", func(ctx context.Context) (bool, error) {
 		if ok, err := k.ptSettled(ctx, ns, "j1", 2); !ok {
 			return false, err
 		}
-		if now := podUIDs(t, k, ns, "j1"); len(now) != 2 || slices.Contains(now, old[0]) {
+		if now := podUIDs(t, k, ns, "j1"); len(now) != 2 || slices.Contains(now, old[0]) || slices.Contains(now, old[1]) {
 			return false, fmt.Errorf("workers %v, were %v", now, old)
 		}
 		return true, nil
@@ -273,7 +285,8 @@ func testPyTorchLifecycle(t *testing.T, k *cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.expectEvents(t, ns, "j1", map[string]int{"Migrated: Migrated worker-0 " + from + "→": 1})
+	k.expectEvents(t, ns, "j1", map[string]int{"Migrated: Migrated worker-0 " + from + "→": 1,
+		"Restarted: Restarting all 2 workers: worker 0 moves to ": 1})
 	k.setLabel(t, from, gpu)
 
 	// Demoted after 60 GPU-s (8 s at 8 GPUs), j1 gives way to j2, which needs

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +17,30 @@ import (
 // it unset. Every resize is a membership change and counts as a restart, so
 // it must cover the resizes of a long job, not only its failures.
 const defaultMaxRestarts = 100
+
+// The rendezvous settings Voda gives torchrun unless the template says
+// otherwise. torchrun's own defaults make every resize wait out a 30 s
+// last call for more nodes, and notice a membership change up to 5 s late
+// (its monitor interval); measured with real torchrun (docs/design-notes.md),
+// these bring a resize from 36–39 s to the seconds below.
+var defaultRendezvousConf = map[string]string{"last_call_timeout": "3"}
+
+const (
+	envMonitorInterval     = "PET_MONITOR_INTERVAL"
+	defaultMonitorInterval = "1"
+)
+
+// rendezvousConf is the job's elasticPolicy.rdzvConf: Voda's defaults
+// overridden key by key by the template's, in key order.
+func rendezvousConf(t *v1alpha1.PyTorchJobTemplate) []any {
+	conf := maps.Clone(defaultRendezvousConf)
+	maps.Copy(conf, t.RendezvousConf)
+	var out []any
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		out = append(out, map[string]any{"key": k, "value": conf[k]})
+	}
+	return out
+}
 
 // buildPyTorchJob returns the PyTorchJob that runs tj with the given number
 // of workers, elastic: the operator passes torchrun a c10d rendezvous on
@@ -36,7 +62,11 @@ func buildPyTorchJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, res corev1
 	worker := workerTemplate(tj.Name, t.Worker, k, res, v1alpha1.PyTorchContainer)
 	g.join(worker, tj.Name)
 	for i := range worker.Spec.Containers {
-		worker.Spec.Containers[i].Env = append(worker.Spec.Containers[i].Env, env...)
+		ct := &worker.Spec.Containers[i]
+		ct.Env = append(ct.Env, env...)
+		if ct.Name == v1alpha1.PyTorchContainer && !slices.ContainsFunc(ct.Env, func(e corev1.EnvVar) bool { return e.Name == envMonitorInterval }) {
+			ct.Env = append(ct.Env, corev1.EnvVar{Name: envMonitorInterval, Value: defaultMonitorInterval})
+		}
 	}
 	wt, err := runtime.DefaultUnstructuredConverter.ToUnstructured(worker)
 	if err != nil {
@@ -61,6 +91,7 @@ func buildPyTorchJob(tj *v1alpha1.TrainingJob, workers int32, g Gang, res corev1
 			"minReplicas": int64(tj.Spec.MinWorkers),
 			"maxReplicas": int64(tj.Spec.MaxWorkers),
 			"maxRestarts": maxRestarts,
+			"rdzvConf":    rendezvousConf(t),
 		},
 		"nprocPerNode": strconv.Itoa(k),
 		"pytorchReplicaSpecs": map[string]any{

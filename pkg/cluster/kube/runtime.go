@@ -25,6 +25,11 @@ type workload struct {
 	// others is the pods of a running child besides its workers (the MPI
 	// launcher), which a gang must count.
 	others int32
+	// storeOnWorker0 says that worker 0 hosts the job's rendezvous
+	// (torchrun's c10d store): the other workers' agents exit with code 1
+	// when it goes, so worker 0 is never replaced under running peers —
+	// the whole job restarts instead (Controller.rendezvousLost).
+	storeOnWorker0 bool
 	// build returns the child running tj with the given workers, each
 	// holding the job's units of res.
 	build func(tj *v1alpha1.TrainingJob, workers int32, g Gang, res corev1.ResourceName, env []corev1.EnvVar) (*unstructured.Unstructured, error)
@@ -38,7 +43,7 @@ var (
 	mpiRuntime = &workload{kind: "MPIJob", gvk: MPIJobGVK, others: 1,
 		replicas: []string{"spec", "mpiReplicaSpecs", "Worker", "replicas"},
 		build:    buildMPIJob}
-	pytorchRuntime = &workload{kind: "PyTorchJob", gvk: PyTorchJobGVK,
+	pytorchRuntime = &workload{kind: "PyTorchJob", gvk: PyTorchJobGVK, storeOnWorker0: true,
 		replicas: []string{"spec", "pytorchReplicaSpecs", "Worker", "replicas"},
 		build:    buildPyTorchJob}
 	// runtimes are every runtime, in the order they are looked for.

@@ -212,14 +212,23 @@ type PyTorchJobTemplate struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
-	// RestartPolicy is what happens to a worker whose torchrun exits:
-	// ExitCode (the default) restarts it after a signal or an exit code of
-	// 128 or more (preemption, OOM kill) and fails the job on 1–127, since
-	// torchrun has already spent its own restarts; OnFailure restarts it
-	// always; Never fails the job at once.
+	// RestartPolicy is what happens to a worker whose torchrun exits by
+	// itself: ExitCode (the default) restarts it on an exit code of 128 or
+	// more (SIGKILL, OOM kill) and fails the job on 1–127, since torchrun
+	// has already spent its own restarts (it also exits 1 when worker 0's
+	// rendezvous store goes, which is why Voda restarts the whole job
+	// rather than move worker 0 alone); OnFailure restarts it in place
+	// always, up to backoffLimit; Never fails the job at once.
 	// +optional
 	// +kubebuilder:validation:Enum=ExitCode;OnFailure;Never
 	RestartPolicy PyTorchRestartPolicy `json:"restartPolicy,omitempty"`
+	// RendezvousConf is torchrun's rendezvous configuration (--rdzv-conf,
+	// the PyTorchJob's elasticPolicy.rdzvConf), key by key over Voda's
+	// defaults: last_call_timeout is 3 (seconds) so that a resize is
+	// training again within seconds, not torchrun's 30. Keys are passed on
+	// as given; torchrun ignores the ones it does not know.
+	// +optional
+	RendezvousConf map[string]string `json:"rdzvConf,omitempty"`
 	// Worker is the pod template of every worker (one per node, running
 	// torchrun); its container named "pytorch" gets torchrun's settings.
 	// Voda sets the job's GPUs per worker on that container unless the

@@ -152,6 +152,9 @@ func (s *TrainingJobSpec) TemplateConflicts(res corev1.ResourceName) error {
 			}
 		}
 	}
+	if pt := s.Template.PyTorchJob; pt != nil {
+		errs = append(errs, rendezvousConfProblems(pt.RendezvousConf)...)
+	}
 	return errors.Join(errs...)
 }
 
@@ -251,4 +254,24 @@ func (t *TrainingJobTemplate) Runtime() string {
 		return "PyTorchJob"
 	}
 	return ""
+}
+
+// rendezvousConfProblems checks torchrun's rendezvous settings: the
+// operator joins them as key=value,key=value, so neither part may hold a
+// comma (nor a key an equals sign or space), and is_host would take the
+// store away from worker 0, where Voda's restarts expect it.
+func rendezvousConfProblems(conf map[string]string) []error {
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		v := conf[k]
+		switch {
+		case k == "" || strings.ContainsAny(k, ",= \t"):
+			errs = append(errs, fmt.Errorf("spec.template.pytorchJob.rdzvConf key %q: want a torchrun rendezvous setting such as last_call_timeout (no commas, equals signs or spaces)", k))
+		case k == "is_host":
+			errs = append(errs, errors.New("spec.template.pytorchJob.rdzvConf.is_host: Voda keeps torchrun's store on worker 0 (it restarts the whole job when worker 0 must move); remove it"))
+		case v == "" || strings.Contains(v, ","):
+			errs = append(errs, fmt.Errorf("spec.template.pytorchJob.rdzvConf.%s %q: want a value without commas, e.g. 10", k, v))
+		}
+	}
+	return errs
 }

@@ -341,6 +341,13 @@ func (in *PyTorchJobTemplate) DeepCopyInto(out *PyTorchJobTemplate) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.RendezvousConf != nil {
+		in, out := &in.RendezvousConf, &out.RendezvousConf
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	in.Worker.DeepCopyInto(&out.Worker)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/model"
 	"github.com/vodascheduler/voda/pkg/quota"
 	"github.com/vodascheduler/voda/pkg/simulator"
@@ -24,6 +25,7 @@ type simulateFlags struct {
 	information                            string
 	nodes, gpusPerNode, jobs, perWorker    int
 	restartDelay, rateLimit, interval      time.Duration
+	runtime                                string
 	load                                   float64
 	seed                                   uint64
 	rigidShare                             float64
@@ -120,7 +122,8 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
 	fl.IntVar(&f.nodes, "nodes", 16, "nodes in the simulated cluster")
 	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 4, "GPUs per node")
 	fl.IntVar(&f.perWorker, "gpus-per-worker", 1, "GPUs each worker holds, on one node, for jobs whose workload row does not say (torchrun's --nproc-per-node)")
-	fl.DurationVar(&f.restartDelay, "restart-delay", 30*time.Second, "idle time after every start, resize or migration (GPU time still charged)")
+	fl.DurationVar(&f.restartDelay, "restart-delay", 30*time.Second, "idle time after every start, resize or migration (GPU time still charged); default 30s, or 16s with --runtime pytorch")
+	fl.StringVar(&f.runtime, "runtime", simulator.RuntimeHorovod, "what runs the jobs: horovod (restarts take --restart-delay; the policies assume their own restart cost) or pytorch (torchrun with Voda's rendezvous settings: restarts take the measured 16s unless --restart-delay says otherwise, and the policies are told so, as the controller tells them)")
 	fl.DurationVar(&f.rateLimit, "rate-limit", 30*time.Second, "event-driven rescheduling, at most once per this period")
 	fl.DurationVar(&f.interval, "interval", 0, "reschedule on a fixed period instead of on events (e.g. 60s); excludes --rate-limit")
 	fl.StringVar(&f.baseline, "baseline", "", "preset: pollux-artifact (16×4 GPUs, 60s interval, 30s restart delay, Tiresias at 57600 GPU-s without promotion); flags given explicitly still win")
@@ -245,6 +248,9 @@ func prepareSimulation(cmd *cobra.Command, f *simulateFlags, h *heteroFlags) (*s
 	default:
 		return nil, fmt.Errorf("--baseline %q: the only preset is pollux-artifact", f.baseline)
 	}
+	if err := f.applyRuntime(changed); err != nil {
+		return nil, err
+	}
 	params, err := algorithm.ParseParams(algorithm.Config{Tiresias: tiresias, HeSRPT: algorithm.DefaultHeSRPT()}, f.policyParams)
 	if err != nil && f.baseline != "" {
 		preset := algorithm.Config{Tiresias: tiresias}.Changed(algorithm.NameTiresias)
@@ -265,7 +271,7 @@ func prepareSimulation(cmd *cobra.Command, f *simulateFlags, h *heteroFlags) (*s
 	}
 	s := &simulation{catalog: simulator.ModelCatalog(cat)}
 	for _, p := range policies {
-		cfg := simulator.Config{Policy: p, Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, RestartDelay: f.restartDelay,
+		cfg := simulator.Config{Policy: p, Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, RestartDelay: f.restartDelay, Runtime: f.runtime,
 			RateLimit: f.rateLimit, Interval: f.interval, Tiresias: params.Tiresias, HeSRPT: params.HeSRPT, Information: f.information, GPUsPerWorker: f.perWorker,
 			RecordEvents: f.html != ""}
 		if err := cfg.Validate(); err != nil {
@@ -585,4 +591,19 @@ func (p *progress) stop() {
 	if p.shown {
 		fmt.Fprintln(p.w)
 	}
+}
+
+// applyRuntime checks --runtime and gives PyTorch jobs their measured
+// restart delay unless --restart-delay was given.
+func (f *simulateFlags) applyRuntime(changed func(string) bool) error {
+	switch f.runtime {
+	case simulator.RuntimeHorovod:
+	case simulator.RuntimePyTorch:
+		if !changed("restart-delay") {
+			f.restartDelay = api.PyTorchRestart
+		}
+	default:
+		return fmt.Errorf("--runtime %q: want horovod or pytorch", f.runtime)
+	}
+	return nil
 }

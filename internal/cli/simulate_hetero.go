@@ -75,6 +75,9 @@ func prepareHetero(cmd *cobra.Command, f *simulateFlags, h *heteroFlags) (*heter
 			choices = append(choices, strings.ToLower(strings.TrimSpace(c)))
 		}
 	}
+	if err := f.applyRuntime(changed); err != nil {
+		return nil, err
+	}
 	params, err := algorithm.ParseParams(algorithm.DefaultConfig(), f.policyParams)
 	if err != nil {
 		return nil, fmt.Errorf("--policy-param: %w", err)
@@ -86,7 +89,7 @@ func prepareHetero(cmd *cobra.Command, f *simulateFlags, h *heteroFlags) (*heter
 	s := &heteroSim{table: table}
 	for _, p := range policies {
 		for _, c := range choices {
-			cfg := simulator.HeteroConfig{Policy: p, Types: types, RestartDelay: f.restartDelay, RateLimit: f.rateLimit,
+			cfg := simulator.HeteroConfig{Policy: p, Types: types, RestartDelay: f.restartDelay, Runtime: f.runtime, RateLimit: f.rateLimit,
 				Tiresias: params.Tiresias, HeSRPT: params.HeSRPT, Choice: c, Seed: f.seed}
 			if err := cfg.Validate(); err != nil {
 				return nil, fmt.Errorf("invalid flags: %w", err)

@@ -193,6 +193,37 @@ func TestSimulatePolicyParams(t *testing.T) {
 	}
 }
 
+// --runtime pytorch restarts jobs in the measured 16 s and tells HeSRPT,
+// which weighs a restart at twice that: told 30 s, it weighs 60 s, its own
+// assumption, so the run is the default one.
+func TestSimulateRuntime(t *testing.T) {
+	sim := func(extra ...string) map[string]any {
+		t.Helper()
+		args := append([]string{"simulate", "--policy", "HeSRPT", "--jobs", "40", "--load", "2", "--output", "json"}, extra...)
+		code, out, stderr := run(args...)
+		var doc struct{ Results []map[string]any }
+		if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Results) != 1 {
+			t.Fatalf("%v: exit %d: %s\n%s", extra, code, stderr, out)
+		}
+		delete(doc.Results[0], "sim_wall_s")
+		return doc.Results[0]
+	}
+	def := sim()
+	if diff := cmp.Diff(def, sim("--runtime", "pytorch", "--restart-delay", "30s")); diff != "" {
+		t.Errorf("PyTorch jobs restarting in 30 s, HeSRPT told so, differ from its own 60 s assumption:\n%s", diff)
+	}
+	pt := sim("--runtime", "pytorch")
+	if diff := cmp.Diff(pt, sim("--runtime", "pytorch", "--restart-delay", "16s")); diff != "" {
+		t.Errorf("--runtime pytorch is not a 16 s restart:\n%s", diff)
+	}
+	if diff := cmp.Diff(pt, sim("--restart-delay", "16s")); diff == "" {
+		t.Error("HeSRPT told of 16 s restarts decided as when it assumed 60 s")
+	}
+	if pt["avg_jct_s"] == def["avg_jct_s"] {
+		t.Errorf("16 s restarts left the average JCT at %v", def["avg_jct_s"])
+	}
+}
+
 func TestSimulateBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.csv")
@@ -214,6 +245,7 @@ func TestSimulateBadInput(t *testing.T) {
 		"synthetic flags":         {[]string{"--workload", bad, "--jobs", "5"}, "do not apply with --workload"},
 		"not a duration":          {[]string{"--restart-delay", "soon"}, "restart-delay"},
 		"negative restart":        {[]string{"--restart-delay", "-5s"}, "restart delay -5s"},
+		"unknown runtime":         {[]string{"--runtime", "torch"}, `--runtime "torch": want horovod or pytorch`},
 		"unexpected arguments":    {[]string{"extra"}, "unknown command"},
 		"html in no directory":    {[]string{"--html", filepath.Join(dir, "nope", "x.html")}, "--html: cannot write " + filepath.Join(dir, "nope", "x.html")},
 		"html a directory":        {[]string{"--html", dir}, "--html: cannot write " + dir + ": it is a directory"},

@@ -60,6 +60,13 @@ func (w *JobWrapper) Running(n int) *JobWrapper {
 	return w
 }
 
+// RestartCost sets what a restart of the job costs, instead of the
+// policy's.
+func (w *JobWrapper) RestartCost(d time.Duration) *JobWrapper {
+	w.Job.RestartCost = d.Seconds()
+	return w
+}
+
 // Remaining sets the remaining time at one GPU.
 func (w *JobWrapper) Remaining(d time.Duration) *JobWrapper {
 	w.Job.Remaining = d.Seconds()

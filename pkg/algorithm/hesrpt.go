@@ -197,7 +197,7 @@ func (p HeSRPT) allocate(s Snapshot, leading bool) (Result, error) {
 	for i := range st {
 		a := &st[i]
 		r.Allocation[a.j.ID] = a.n
-		r.Reasons[a.j.ID] = a.reason(&c, cfg.finishing())
+		r.Reasons[a.j.ID] = a.reason(&c, cfg.finishing(a.j))
 	}
 	return checked(&s, r)
 }
@@ -217,7 +217,7 @@ func newHSState(s *Snapshot, cfg HeSRPTConfig) hsState {
 		a.j, a.cap, a.k, a.workers = j, j.Max, int32(j.k()), j.Workers
 		w, perGPU := cfg.weight(j, s.Now, unknown, kmin)
 		a.w = w * perGPU
-		if j.Workers > 0 && j.remaining() < cfg.finishing()*j.S(j.Workers) {
+		if j.Workers > 0 && j.remaining() < cfg.finishing(j)*j.S(j.Workers) {
 			a.floor = j.Workers
 		}
 		hs.hull(a)
@@ -253,7 +253,15 @@ func (c HeSRPTConfig) sane() HeSRPTConfig {
 
 // finishing is the work left, in seconds at a job's current size, under
 // which a running job keeps its size: three restarts.
-func (c HeSRPTConfig) finishing() float64 { return 3 * c.RestartCost }
+func (c HeSRPTConfig) finishing(j *Job) float64 { return 3 * c.restartCost(j) }
+
+// restartCost is what a restart of j costs: its own, else the policy's.
+func (c HeSRPTConfig) restartCost(j *Job) float64 {
+	if j.RestartCost > 0 && !math.IsInf(j.RestartCost, 1) {
+		return j.RestartCost
+	}
+	return c.RestartCost
+}
 
 // uniformNode returns the GPUs of every node when all nodes have the same
 // number, else 0.
@@ -404,7 +412,7 @@ func (hs *hsState) breakEven(cfg HeSRPTConfig) bool {
 		}
 		sc, sn := a.j.S(cur), a.j.S(a.n)
 		hold := min(cfg.Horizon, a.j.remaining()/sn)
-		if (sn-sc)*(hold-cfg.RestartCost) <= cfg.RestartCost*sc {
+		if rc := cfg.restartCost(a.j); (sn-sc)*(hold-rc) <= rc*sc {
 			a.held, a.cap = a.n, cur
 			hs.hull(a)
 			held = true

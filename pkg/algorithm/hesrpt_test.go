@@ -65,6 +65,19 @@ func TestHeSRPT(t *testing.T) {
 		// 50 s of work left at its size (under three 60 s restarts): it
 		// keeps its two workers although it scales perfectly and 6 more
 		// GPUs are free.
+		// 150 s of work left at its size: nearly done under the policy's
+		// 60 s restarts (under 180 s), not under its own 10 s ones (30 s),
+		// and growing to 8 (37.5 s left there) repays a 10 s restart.
+		"a job whose restarts cost little is not held as nearly finished": {
+			snap: Snapshot(8,
+				MakeJob("done-soon").Workers(1, 8).Running(2).Remaining(300*time.Second).RestartCost(10*time.Second)),
+			want: api.Allocation{"done-soon": 8},
+		},
+		"… which the policy's restart cost holds": {
+			snap: Snapshot(8,
+				MakeJob("done-soon").Workers(1, 8).Running(2).Remaining(300*time.Second)),
+			want: api.Allocation{"done-soon": 2},
+		},
 		"a nearly finished job is left alone": {
 			snap: Snapshot(8,
 				MakeJob("done-soon").Workers(1, 8).Running(2).Remaining(100*time.Second)),
@@ -80,6 +93,14 @@ func TestHeSRPT(t *testing.T) {
 					SpeedupTable(1, 1.9, 2.7, 3.4, 3.41, 3.42, 3.44, 3.45)),
 			want:        api.Allocation{"flat": 4},
 			wantReasons: map[api.JobID]string{"flat": "running: 4 GPUs, kept: growing to 8 GPUs would not repay the restart"},
+		},
+		// The same job on a runtime that restarts in 16 s (32 s with the
+		// margin): 0.05 × 3568 s = 178 units repay 32 × 3.4 = 109.
+		"the same growth is made for a job whose restarts cost less": {
+			snap: Snapshot(8,
+				MakeJob("flat").Workers(1, 8).Running(4).Remaining(40*h1).RestartCost(32*time.Second).
+					SpeedupTable(1, 1.9, 2.7, 3.4, 3.41, 3.42, 3.44, 3.45)),
+			want: api.Allocation{"flat": 8},
 		},
 		"the same growth for a job that just waits is made (no restart to pay)": {
 			snap: Snapshot(8,

@@ -330,8 +330,9 @@ func (hs *hsState) preemption(a *hsJob, cfg HeSRPTConfig) float64 {
 	if r := a.j.remaining(); !math.IsInf(r, 1) {
 		hold = min(hold, r/sc)
 	}
-	hold = max(hold, cfg.RestartCost, 1e-9)
-	return cfg.RestartCost * a.w * float64(a.k) * sc / hold
+	rc := cfg.restartCost(a.j)
+	hold = max(hold, rc, 1e-9)
+	return rc * a.w * float64(a.k) * sc / hold
 }
 
 // force grants a job n workers ahead of the greedy, if they fit, and

@@ -68,6 +68,11 @@ type Job struct {
 	// job or others like it) or given, rather than extrapolated by a
 	// model. Nil means every value of a non-nil Speedup is.
 	Measured func(n int) bool
+	// RestartCost is the seconds a restart of this job is assumed to cost
+	// (the restart itself plus a margin against flapping), where its
+	// runtime restarts faster or slower than the policy assumes; 0 means
+	// the policy's own (HeSRPTConfig.RestartCost).
+	RestartCost float64
 }
 
 // measuredAt reports whether the job's speed at n workers is known: a nil

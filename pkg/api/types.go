@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // JobID names a training job uniquely within a cluster (namespace/name on
@@ -67,7 +68,18 @@ type JobSpec struct {
 	// ClusterQueue is the queue whose quota the job's GPUs count against
 	// (docs/queues.md); empty when the cluster has no queues.
 	ClusterQueue string `json:"clusterQueue,omitempty"`
+	// RestartSeconds is how long a start, resize or move of the job idles
+	// it, where its runtime's figure is known (PyTorchRestart); zero
+	// leaves the policies' own assumption (HeSRPT's restart cost).
+	RestartSeconds float64 `json:"restartSeconds,omitempty"`
 }
+
+// PyTorchRestart is how long a resize of a PyTorch job under torchrun
+// idles it, with the rendezvous settings Voda gives its PyTorchJobs: the
+// slowest change measured with real torchrun, a scale-in at 15.9–16.3 s
+// (starts, scale-outs, whole restarts and resumptions took 6.6–8.8 s;
+// docs/design-notes.md, "Resize cost").
+const PyTorchRestart = 16 * time.Second
 
 // K returns GPUsPerWorker, defaulting to 1 when unset.
 func (s JobSpec) K() int {

@@ -66,7 +66,9 @@ type HeteroConfig struct {
 	Policy       string
 	Types        []TypeNodes
 	RestartDelay time.Duration
-	RateLimit    time.Duration
+	// Runtime is Config.Runtime.
+	Runtime   string
+	RateLimit time.Duration
 	Tiresias     algorithm.TiresiasConfig
 	// HeSRPT holds HeSRPT's parameters; the zero value means its defaults.
 	HeSRPT algorithm.HeSRPTConfig
@@ -104,6 +106,9 @@ func (c HeteroConfig) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Tiresias.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkRuntime(c.Runtime); err != nil {
 		errs = append(errs, err)
 	}
 	if c.RestartDelay < 0 || c.RateLimit < 0 || c.Every < 0 {
@@ -191,6 +196,9 @@ type hjob struct {
 	// steps left when it last left a type (0: all of them).
 	left     float64
 	estimate float64
+	// restart is what the policies are told a restart costs it (0: their
+	// own assumption).
+	restart float64
 }
 
 type heteroRun struct {
@@ -266,7 +274,8 @@ func RunHetero(cfg HeteroConfig, w HeteroWorkload, table *GavelTable) (HeteroRes
 
 // prepare reads a job's throughput on every type of the cluster.
 func (r *heteroRun) prepare(j HeteroJob, table *GavelTable) (*hjob, error) {
-	hj := &hjob{HeteroJob: j, thr: map[string][]float64{}, max: map[string]int{}}
+	hj := &hjob{HeteroJob: j, thr: map[string][]float64{}, max: map[string]int{},
+		restart: restartSeconds(r.cfg.Runtime, r.cfg.RestartDelay)}
 	for _, t := range r.cfg.Types {
 		curve := gavelCurve(table, t.Name, j.JobType, 8)
 		if curve[1] <= 0 {
@@ -294,7 +303,7 @@ func (r *heteroRun) prepare(j HeteroJob, table *GavelTable) (*hjob, error) {
 // its most useful count, asking for its scale factor.
 func (hj *hjob) spec(t string) api.JobSpec {
 	hi := hj.max[t]
-	return api.JobSpec{MinWorkers: 1, MaxWorkers: hi, RequestedWorkers: min(hj.Scale, hi)}
+	return api.JobSpec{MinWorkers: 1, MaxWorkers: hi, RequestedWorkers: min(hj.Scale, hi), RestartSeconds: hj.restart}
 }
 
 func (hj *hjob) speedup(t string) algorithm.Speedup {

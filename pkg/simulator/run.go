@@ -47,6 +47,36 @@ type Config struct {
 	// unless alone is set (as it is in those runs).
 	Queues []quota.Queue
 	alone  bool
+	// Runtime is what runs the jobs: RuntimeHorovod (or empty), whose
+	// restart time the policies assume (HeSRPT's restart cost), or
+	// RuntimePyTorch, torchrun with Voda's rendezvous settings, whose
+	// measured restart (api.PyTorchRestart, the CLI's default delay for
+	// it) the policies are told of, as the controller tells them.
+	Runtime string
+}
+
+// The runtimes a simulated job can have.
+const (
+	RuntimeHorovod = "horovod"
+	RuntimePyTorch = "pytorch"
+)
+
+// checkRuntime reports a runtime the simulator does not know.
+func checkRuntime(r string) error {
+	if r != "" && r != RuntimeHorovod && r != RuntimePyTorch {
+		return fmt.Errorf("runtime %q: want %s or %s", r, RuntimeHorovod, RuntimePyTorch)
+	}
+	return nil
+}
+
+// restartSeconds is what the policies are told a job's restart costs: the
+// delay, for a runtime whose delay is measured; 0 (their own assumption)
+// otherwise.
+func restartSeconds(runtime string, delay time.Duration) float64 {
+	if runtime == RuntimePyTorch {
+		return delay.Seconds()
+	}
+	return 0
 }
 
 // The kinds of information policies get.
@@ -72,6 +102,9 @@ func (c Config) Validate() error {
 	}
 	if c.RateLimit < 0 || c.RateLimit > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("rate limit %v is outside 0 to 24h", c.RateLimit))
+	}
+	if err := checkRuntime(c.Runtime); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Interval < 0 || c.Interval > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("interval %v is outside 0 to 24h", c.Interval))
@@ -361,7 +394,8 @@ func (r *run) prepare(j Job, cat Catalog, total int) (*jobInfo, error) {
 			j.GPUs, req, k, r.cfg.GPUsPerNode, r.cfg.GPUsPerNode/k, room)
 	}
 	hi := max(min(min(m.MaxWorkers(j.Batch), total)/k, room), 1, req)
-	ji.spec = api.JobSpec{MinWorkers: 1, MaxWorkers: hi, RequestedWorkers: req, ClusterQueue: j.QueueName}
+	ji.spec = api.JobSpec{MinWorkers: 1, MaxWorkers: hi, RequestedWorkers: req, ClusterQueue: j.QueueName,
+		RestartSeconds: restartSeconds(r.cfg.Runtime, r.cfg.RestartDelay)}
 	if j.Rigid {
 		ji.spec.MinWorkers, ji.spec.MaxWorkers = req, req
 	}

@@ -42,7 +42,21 @@ func specOf(tj *v1alpha1.TrainingJob, acc v1alpha1.Accelerators) api.JobSpec {
 		Epochs:           int(s.Epochs),
 		Category:         s.Category,
 		ClusterQueue:     tj.Status.ClusterQueue,
+		RestartSeconds:   restartSeconds(tj),
 	}
+}
+
+// restartSeconds is what a resize costs a job of tj's runtime, where Voda
+// measured it: torchrun's, with the last call Voda renders (a template
+// that sets its own leaves the figure unknown). Elastic Horovod's is left
+// to the policies' assumption.
+func restartSeconds(tj *v1alpha1.TrainingJob) float64 {
+	if t := tj.Spec.Template.PyTorchJob; t != nil {
+		if _, own := t.RendezvousConf["last_call_timeout"]; !own {
+			return api.PyTorchRestart.Seconds()
+		}
+	}
+	return 0
 }
 
 // statusOf turns the engine's record of a job into the TrainingJob status,

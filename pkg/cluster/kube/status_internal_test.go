@@ -437,7 +437,8 @@ func TestBuildPyTorchJob(t *testing.T) {
 	if refs := u.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != "u1" {
 		t.Errorf("owner references %+v", refs)
 	}
-	want := map[string]any{"rdzvBackend": "c10d", "minReplicas": int64(1), "maxReplicas": int64(4), "maxRestarts": int64(defaultMaxRestarts)}
+	want := map[string]any{"rdzvBackend": "c10d", "minReplicas": int64(1), "maxReplicas": int64(4), "maxRestarts": int64(defaultMaxRestarts),
+		"rdzvConf": []any{map[string]any{"key": "last_call_timeout", "value": "3"}}}
 	got, _, _ := unstructured.NestedMap(u.Object, "spec", "elasticPolicy")
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("elasticPolicy (-want +got):\n%s", d)
@@ -466,8 +467,15 @@ func TestBuildPyTorchJob(t *testing.T) {
 	if q := tpl.Spec.Containers[1].Resources.Limits[v1alpha1.GPUResource]; q.Value() != 4 {
 		t.Errorf("the pytorch container asks for %v GPUs, want 4", q.Value())
 	}
-	if env := tpl.Spec.Containers[1].Env; len(env) != 1 || env[0].Value != "4" {
-		t.Errorf("env %v", env)
+	wantEnv := []corev1.EnvVar{{Name: "VODA_GPUS_PER_WORKER", Value: "4"}, {Name: "PET_MONITOR_INTERVAL", Value: "1"}}
+	if d := cmp.Diff(wantEnv, tpl.Spec.Containers[1].Env); d != "" {
+		t.Errorf("env (-want +got):\n%s", d)
+	}
+	if env := tpl.Spec.Containers[0].Env; len(env) != 1 {
+		t.Errorf("the sidecar's env %v, want only Voda's own", env)
+	}
+	if rs := restartSeconds(tj); rs != 16 {
+		t.Errorf("a PyTorch job's restart is %v s, want the measured 16", rs)
 	}
 
 	// Scaling and suspending patch the worker replicas and runPolicy.
@@ -482,6 +490,39 @@ func TestBuildPyTorchJob(t *testing.T) {
 	}
 	if m := mpiRuntime.minMember(3); m != 4 {
 		t.Errorf("an MPIJob gang of 3 workers has minMember %d, want 4", m)
+	}
+}
+
+// The template's rendezvous settings win key by key, and its own monitor
+// interval over Voda's; with its own last call the restart time is
+// unknown, left to the policy.
+func TestBuildPyTorchJobRendezvousOverrides(t *testing.T) {
+	tj := pytorchTestJob()
+	tj.Spec.Template.PyTorchJob.RendezvousConf = map[string]string{"last_call_timeout": "10", "join_timeout": "900"}
+	c := &tj.Spec.Template.PyTorchJob.Worker.Spec.Containers[1]
+	c.Env = []corev1.EnvVar{{Name: "PET_MONITOR_INTERVAL", Value: "5"}}
+	u, err := buildPyTorchJob(tj, 2, Gang{}, v1alpha1.GPUResource, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := unstructured.NestedSlice(u.Object, "spec", "elasticPolicy", "rdzvConf")
+	want := []any{map[string]any{"key": "join_timeout", "value": "900"}, map[string]any{"key": "last_call_timeout", "value": "10"}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("rdzvConf (-want +got):\n%s", d)
+	}
+	w, _, _ := unstructured.NestedMap(u.Object, "spec", "pytorchReplicaSpecs", "Worker", "template")
+	var tpl corev1.PodTemplateSpec
+	if err := fromUnstructured(w, &tpl); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]corev1.EnvVar{{Name: "PET_MONITOR_INTERVAL", Value: "5"}}, tpl.Spec.Containers[1].Env); d != "" {
+		t.Errorf("env (-want +got):\n%s", d)
+	}
+	if rs := restartSeconds(tj); rs != 0 {
+		t.Errorf("with its own last call a job's restart is %v s, want 0 (the policy's assumption)", rs)
+	}
+	if rs := restartSeconds(testJob()); rs != 0 {
+		t.Errorf("an MPIJob's restart is %v s, want 0 (the policy's assumption)", rs)
 	}
 }
 

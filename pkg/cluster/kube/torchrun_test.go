@@ -69,7 +69,8 @@ type kubelet struct {
 	mu    sync.Mutex
 	procs map[types.UID]*process
 	out   []logLine // every process's output, in arrival order
-	exits []string  // torchruns that ended by themselves: "worker-1: 1"
+	exits []string  // torchruns that ended by themselves, in their pod's status: "worker-1: 1"
+	late  []string  // torchruns that ended by themselves as their pod was deleted
 }
 
 type process struct {
@@ -136,6 +137,12 @@ func (kl *kubelet) sync(ctx context.Context) error {
 		if _, ok := live[uid]; !ok && !p.stopped {
 			p.stopped = true
 			gone = append(gone, p)
+			if exited(p) && !p.reported {
+				// It ended before its pod's deletion reached it: its exit
+				// code lands on a pod being deleted, which no restart
+				// policy judges.
+				kl.late = append(kl.late, fmt.Sprintf("%s: %d", p.pod, p.cmd.ProcessState.ExitCode()))
+			}
 		}
 	}
 	kl.mu.Unlock()
@@ -282,9 +289,6 @@ func (kl *kubelet) stopAll() {
 // for a container of a pod that does not restart it (the operator sets
 // restartPolicy Never on ExitCode workers and decides itself).
 func (kl *kubelet) end(ctx context.Context, pod *corev1.Pod, code int) error {
-	kl.mu.Lock()
-	kl.exits = append(kl.exits, fmt.Sprintf("%s: %d", pod.Name, code))
-	kl.mu.Unlock()
 	phase, reason := corev1.PodSucceeded, "Completed"
 	if code != 0 {
 		phase, reason = corev1.PodFailed, "Error"
@@ -297,7 +301,13 @@ func (kl *kubelet) end(ctx context.Context, pod *corev1.Pod, code int) error {
 		cs.Ready, cs.State = false, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 			ExitCode: int32(code), Reason: reason, StartedAt: now, FinishedAt: now}}
 	}
-	return kl.k.c.Status().Update(ctx, pod)
+	if err := kl.k.c.Status().Update(ctx, pod); err != nil {
+		return err // retried at the next sync, unless the pod is gone by then
+	}
+	kl.mu.Lock()
+	kl.exits = append(kl.exits, fmt.Sprintf("%s: %d", pod.Name, code))
+	kl.mu.Unlock()
+	return nil
 }
 
 // lines returns the output so far.
@@ -416,8 +426,9 @@ func (k *cluster) watchFailure(t *testing.T, ns, name string) func() error {
 // testTorchrun: a PyTorch job run by real torchrun processes (Debian's
 // torch, CPU, gloo), with examples/pytorch/train.py and a checkpoint all
 // workers share, through every action Voda takes: start, scale in, scale
-// out, a move of worker 0 (which holds torchrun's rendezvous), preemption
-// and resumption, and completion. Training resumes from its checkpoint
+// out, a move of worker 0 (which holds torchrun's rendezvous), worker 0's
+// pod deleted by someone else (as a drain does), preemption and
+// resumption, and completion. Training resumes from its checkpoint
 // every time, the epochs never go backwards, the job never fails, and each
 // resize's time (from the change Voda reacted to until an epoch is done at
 // the new size) is reported.
@@ -481,12 +492,27 @@ func testTorchrun(t *testing.T, k *cluster) {
 	}
 	k.expectEvents(t, ns, job, map[string]int{"Restarted: Restarting all 3 workers: worker 0 moves to ": 1})
 
+	// Worker 0's pod deleted by someone else, as a drain evicts it: the
+	// other torchruns lose the store; Voda restarts the job before they can
+	// fail it.
+	pods, err := k.workers(context.Background(), ns, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w0 := pods[0]
+	at = time.Now()
+	if err := k.c.Delete(context.Background(), &w0); err != nil {
+		t.Fatal(err)
+	}
+	timings["worker 0 deleted (3 workers)"] = kl.trainingAgain(t, at, 3, "training after worker 0 was deleted")
+	k.expectEvents(t, ns, job, map[string]int{"Restarted: Restarting all 3 workers: worker 0 moves to ": 1, "Restarted:": 2})
+
 	// Preemption: every node loses its label, the job is suspended; two
 	// come back and it resumes.
 	for _, n := range nodes {
 		k.setLabel(t, n, "")
 	}
-	err := testenv.PollUntil(context.Background(), 60*time.Second, "ddp preempted", func(ctx context.Context) (bool, error) {
+	err = testenv.PollUntil(context.Background(), 60*time.Second, "ddp preempted", func(ctx context.Context) (bool, error) {
 		pods, err := k.workers(ctx, ns, job)
 		return err == nil && len(pods) == 0 && k.job(t, ns, job).Status.Phase == v1alpha1.PhaseWaiting, err
 	})
@@ -503,8 +529,8 @@ func testTorchrun(t *testing.T, k *cluster) {
 		t.Fatal(err)
 	}
 	starts := checkEpochs(t, kl.lines(), epochs)
-	if starts < 5 {
-		t.Errorf("%d starts of training, want at least 5 (start, two resizes, a move, a resumption)", starts)
+	if starts < 6 {
+		t.Errorf("%d starts of training, want at least 6 (start, two resizes, two restarts, a resumption)", starts)
 	}
 	for _, e := range kl.exitsSoFar() {
 		if !strings.HasSuffix(e, ": 0") {
@@ -512,6 +538,9 @@ func testTorchrun(t *testing.T, k *cluster) {
 		}
 	}
 	k.expectEvents(t, ns, job, map[string]int{"Preempted:": 1, "Resumed:": 1})
+	kl.mu.Lock()
+	t.Logf("torchruns that ended by themselves as their pod was being deleted: %v", kl.late)
+	kl.mu.Unlock()
 	for _, name := range slices.Sorted(maps.Keys(timings)) {
 		t.Logf("torchrun: %-28s training again after %.1f s", name, timings[name].Seconds())
 	}

@@ -217,6 +217,8 @@ func badInputs() []badInput {
 		{"negative gpusPerWorker", yamlCT, tj("kneg", "  epochs: 3", "  epochs: 3\n  gpusPerWorker: -1"), 400, "spec.gpusPerWorker is -1", false},
 		{"both runtimes", yamlCT, ptj("both", "    pytorchJob:\n", "    mpiJob:\n      launcher: {spec: {containers: [{name: l, image: i}]}}\n      worker: {spec: {containers: [{name: w, image: i}]}}\n    pytorchJob:\n"), 400,
 			"spec.template sets both mpiJob and pytorchJob", false},
+		{"PyTorch rendezvous setting with a comma", yamlCT, ptj("rdzv", "    pytorchJob:\n", "    pytorchJob:\n      rdzvConf: {join_timeout: \"1,2\"}\n"), 400,
+			"spec.template.pytorchJob.rdzvConf.join_timeout", false},
 		{"PyTorch worker without a pytorch container", yamlCT, ptj("noname", "          - name: pytorch\n", "          - name: trainer\n"), 400,
 			`has no container named "pytorch"`, false},
 		{"PyTorchJob not elastic", yamlCT, pytorchjob("rigid", "  elasticPolicy: {rdzvBackend: c10d, minReplicas: 1, maxReplicas: 4}\n", ""), 400,

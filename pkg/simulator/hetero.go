@@ -69,7 +69,7 @@ type HeteroConfig struct {
 	// Runtime is Config.Runtime.
 	Runtime   string
 	RateLimit time.Duration
-	Tiresias     algorithm.TiresiasConfig
+	Tiresias  algorithm.TiresiasConfig
 	// HeSRPT holds HeSRPT's parameters; the zero value means its defaults.
 	HeSRPT algorithm.HeSRPTConfig
 	Choice string

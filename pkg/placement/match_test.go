@@ -191,13 +191,20 @@ func TestMatchRepairStaysFeasible(t *testing.T) {
 }
 
 func TestBucketsAnswerLikeAScan(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	free := make([]int, 30)
+	// 30 nodes, and 5 000: more than one summary word of the sets.
+	for _, c := range []struct{ nodes, steps int }{{30, 2000}, {5000, 300}} {
+		bucketsAgainstAScan(t, c.nodes, c.steps)
+	}
+}
+
+func bucketsAgainstAScan(t *testing.T, nodes, steps int) {
+	r := rand.New(rand.NewPCG(7, uint64(nodes)))
+	free := make([]int, nodes)
 	for i := range free {
 		free[i] = r.IntN(9)
 	}
 	b := newBuckets(free)
-	for step := range 2000 {
+	for step := range steps {
 		w := 1 + r.IntN(9)
 		wantBest, wantMost := -1, -1
 		for i, f := range free {

@@ -99,6 +99,41 @@ func BenchmarkRound(b *testing.B) {
 	}
 }
 
+// BenchmarkRoundLarge is BenchmarkRound at the size of the largest
+// clusters: 100 000 jobs on 32 768 nodes × 8 GPUs (262 144 GPUs). It
+// also reports the heap the engine holds (MiB-held). Slow to set up (the
+// first round places every job): run it alone, with -benchtime=Nx.
+func BenchmarkRoundLarge(b *testing.B) {
+	for _, policy := range algorithm.Names() {
+		b.Run(policy, func(b *testing.B) {
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			const jobs = 100_000
+			e, c, r := busyEngine(b, policy, 32_768, jobs)
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			held := float64(after.HeapAlloc-before.HeapAlloc) / (1 << 20)
+			next, oldest := jobs, 0
+			b.ReportAllocs()
+			for b.Loop() {
+				c.t = c.t.Add(time.Minute)
+				if err := e.Step(scheduler.JobDeleted{ID: api.JobID(fmt.Sprintf("job-%06d", oldest))}); err != nil {
+					b.Fatal(err)
+				}
+				if err := e.Step(benchJob(r, next)); err != nil {
+					b.Fatal(err)
+				}
+				next, oldest = next+1, oldest+1
+				if _, err := e.Tick(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(held, "MiB-held")
+		})
+	}
+}
+
 // BenchmarkMemoryPer10000Jobs reports the heap an engine holds for 10 000
 // jobs (half running) on 512 nodes.
 func BenchmarkMemoryPer10000Jobs(b *testing.B) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -166,21 +167,26 @@ func TestSimulateHetero(t *testing.T) {
 	}
 }
 
+// simulateHeSRPT runs HeSRPT on a synthetic workload of the given jobs at
+// load 2 with the extra flags, and returns its JSON result without the
+// wall time.
+func simulateHeSRPT(t *testing.T, jobs int, extra ...string) map[string]any {
+	t.Helper()
+	args := append([]string{"simulate", "--policy", "HeSRPT", "--jobs", fmt.Sprint(jobs), "--load", "2", "--output", "json"}, extra...)
+	code, out, stderr := run(args...)
+	var doc struct{ Results []map[string]any }
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Results) != 1 {
+		t.Fatalf("%v: exit %d: %s\n%s", extra, code, stderr, out)
+	}
+	delete(doc.Results[0], "sim_wall_s")
+	return doc.Results[0]
+}
+
 // --policy-param reaches the policy: HeSRPT with an exponent of 0 (all
 // jobs weigh the same) schedules differently from its default, and a
 // parameter that only Tiresias reads leaves HeSRPT's results alone.
 func TestSimulatePolicyParams(t *testing.T) {
-	sim := func(extra ...string) map[string]any {
-		t.Helper()
-		args := append([]string{"simulate", "--policy", "HeSRPT", "--jobs", "30", "--load", "2", "--output", "json"}, extra...)
-		code, out, stderr := run(args...)
-		var doc struct{ Results []map[string]any }
-		if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Results) != 1 {
-			t.Fatalf("%v: exit %d: %s\n%s", extra, code, stderr, out)
-		}
-		delete(doc.Results[0], "sim_wall_s")
-		return doc.Results[0]
-	}
+	sim := func(extra ...string) map[string]any { t.Helper(); return simulateHeSRPT(t, 30, extra...) }
 	def := sim()
 	if diff := cmp.Diff(def, sim("--policy-param", "tiresias.thresholds=2h")); diff != "" {
 		t.Errorf("a Tiresias parameter changed HeSRPT's results:\n%s", diff)
@@ -197,17 +203,7 @@ func TestSimulatePolicyParams(t *testing.T) {
 // which weighs a restart at twice that: told 30 s, it weighs 60 s, its own
 // assumption, so the run is the default one.
 func TestSimulateRuntime(t *testing.T) {
-	sim := func(extra ...string) map[string]any {
-		t.Helper()
-		args := append([]string{"simulate", "--policy", "HeSRPT", "--jobs", "40", "--load", "2", "--output", "json"}, extra...)
-		code, out, stderr := run(args...)
-		var doc struct{ Results []map[string]any }
-		if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Results) != 1 {
-			t.Fatalf("%v: exit %d: %s\n%s", extra, code, stderr, out)
-		}
-		delete(doc.Results[0], "sim_wall_s")
-		return doc.Results[0]
-	}
+	sim := func(extra ...string) map[string]any { t.Helper(); return simulateHeSRPT(t, 40, extra...) }
 	def := sim()
 	if diff := cmp.Diff(def, sim("--runtime", "pytorch", "--restart-delay", "30s")); diff != "" {
 		t.Errorf("PyTorch jobs restarting in 30 s, HeSRPT told so, differ from its own 60 s assumption:\n%s", diff)

@@ -79,23 +79,36 @@ func BenchmarkRound(b *testing.B) {
 	for _, policy := range algorithm.Names() {
 		b.Run(policy, func(b *testing.B) {
 			e, c, r := busyEngine(b, policy, 512, 1000)
-			next, oldest := 1000, 0
-			b.ReportAllocs()
-			for b.Loop() {
-				c.t = c.t.Add(time.Minute)
-				// Retire the oldest job and submit a new one.
-				if err := e.Step(scheduler.JobDeleted{ID: api.JobID(fmt.Sprintf("job-%06d", oldest))}); err != nil {
-					b.Fatal(err)
-				}
-				if err := e.Step(benchJob(r, next)); err != nil {
-					b.Fatal(err)
-				}
-				next, oldest = next+1, oldest+1
-				if _, err := e.Tick(); err != nil {
-					b.Fatal(err)
-				}
-			}
+			rounds(b, e, c, 1000, submitter(b, e, r))
 		})
+	}
+}
+
+// rounds times rounds of an engine holding jobs: each retires the oldest
+// job, submits a new one (number i, with submit) and reschedules, a minute
+// after the last.
+func rounds(b *testing.B, e *scheduler.Engine, c *fakeClock, jobs int, submit func(i int)) {
+	next, oldest := jobs, 0
+	b.ReportAllocs()
+	for b.Loop() {
+		c.t = c.t.Add(time.Minute)
+		if err := e.Step(scheduler.JobDeleted{ID: api.JobID(fmt.Sprintf("job-%06d", oldest))}); err != nil {
+			b.Fatal(err)
+		}
+		submit(next)
+		next, oldest = next+1, oldest+1
+		if _, err := e.Tick(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// submitter submits bench jobs drawn from r.
+func submitter(b *testing.B, e *scheduler.Engine, r *rand.Rand) func(i int) {
+	return func(i int) {
+		if err := e.Step(benchJob(r, i)); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -114,21 +127,7 @@ func BenchmarkRoundLarge(b *testing.B) {
 			runtime.GC()
 			runtime.ReadMemStats(&after)
 			held := float64(after.HeapAlloc-before.HeapAlloc) / (1 << 20)
-			next, oldest := jobs, 0
-			b.ReportAllocs()
-			for b.Loop() {
-				c.t = c.t.Add(time.Minute)
-				if err := e.Step(scheduler.JobDeleted{ID: api.JobID(fmt.Sprintf("job-%06d", oldest))}); err != nil {
-					b.Fatal(err)
-				}
-				if err := e.Step(benchJob(r, next)); err != nil {
-					b.Fatal(err)
-				}
-				next, oldest = next+1, oldest+1
-				if _, err := e.Tick(); err != nil {
-					b.Fatal(err)
-				}
-			}
+			rounds(b, e, c, jobs, submitter(b, e, r))
 			b.ReportMetric(held, "MiB-held")
 		})
 	}
@@ -189,19 +188,7 @@ func BenchmarkRoundQueues(b *testing.B) {
 				if _, err := e.Tick(); err != nil {
 					b.Fatal(err)
 				}
-				next, oldest := jobs, 0
-				b.ReportAllocs()
-				for b.Loop() {
-					c.t = c.t.Add(time.Minute)
-					if err := e.Step(scheduler.JobDeleted{ID: api.JobID(fmt.Sprintf("job-%06d", oldest))}); err != nil {
-						b.Fatal(err)
-					}
-					submit(next)
-					next, oldest = next+1, oldest+1
-					if _, err := e.Tick(); err != nil {
-						b.Fatal(err)
-					}
-				}
+				rounds(b, e, c, jobs, submit)
 			})
 		}
 	}

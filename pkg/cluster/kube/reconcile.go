@@ -506,9 +506,17 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 	} else if st := rt.read(child); st.suspended && len(pods.Items) > 0 {
 		// Resuming (after a preemption or a whole-job restart) waits for
 		// the old pods to go: a new worker 0 must not meet the old one's
-		// rendezvous, nor a new worker an old one's node.
+		// rendezvous, nor a new worker an old one's node. Pods that never
+		// go (a node that died under them) count against the gang's
+		// timeout, which then gives the GPUs back.
 		msg := fmt.Sprintf("restarting: waiting for %d pods of the last run to end", len(pods.Items))
-		return time.Second, c.showRunning(ctx, tj, id, seen{why: msg})
+		if err := c.showRunning(ctx, tj, id, seen{why: msg}); err != nil {
+			return 0, err
+		}
+		if recheck, err := c.checkGang(ctx, tj, id, int(n)); recheck <= 0 || err != nil {
+			return 0, err
+		}
+		return time.Second, nil
 	} else if why := c.rendezvousLost(tj, rt, pods.Items); why != "" && !st.suspended {
 		return time.Second, c.restartWhole(ctx, tj, rt, child, why)
 	} else if st.suspended || st.replicas != n {

@@ -19,10 +19,11 @@ import (
 const defaultMaxRestarts = 100
 
 // The rendezvous settings Voda gives torchrun unless the template says
-// otherwise. torchrun's own defaults make every resize wait out a 30 s
-// last call for more nodes, and notice a membership change up to 5 s late
-// (its monitor interval); measured with real torchrun (docs/design-notes.md),
-// these bring a resize from 36–39 s to the seconds below.
+// otherwise. torchrun's own defaults make every resize below the job's
+// maximum wait out a 30 s last call for more nodes, and notice a
+// membership change up to 5 s late (its monitor interval); measured with
+// real torchrun (docs/design-notes.md, "Resize cost"), these bring such a
+// resize from 36–43 s to 8–21 s.
 var defaultRendezvousConf = map[string]string{"last_call_timeout": "3"}
 
 const (

@@ -517,7 +517,7 @@ func writePyTorch(w io.Writer, byKey map[runKey][]simulator.Result, published ma
 Pollux-artifact conditions as above, but every start, resize and move
 idles a job for %.0f s instead of 30 s — the slowest resize measured with
 real torchrun under Voda's rendezvous settings (a scale-in; starts,
-scale-outs and whole-job restarts took 7–9 s; docs/design-notes.md,
+scale-outs and whole-job restarts took 6–10 s; docs/design-notes.md,
 "Resize cost") — and the policies are told so, as the controller tells
 them for PyTorch jobs (HeSRPT weighs a restart at twice that, %.0f s,
 where it assumes 60 s; `+"`voda simulate --runtime pytorch`"+`). Mean

@@ -76,9 +76,10 @@ type JobSpec struct {
 
 // PyTorchRestart is how long a resize of a PyTorch job under torchrun
 // idles it, with the rendezvous settings Voda gives its PyTorchJobs: the
-// slowest change measured with real torchrun, a scale-in at 15.9–16.4 s
-// (20.5 s under the race detector; starts, scale-outs, whole restarts and
-// resumptions took 6.3–9.2 s; docs/design-notes.md, "Resize cost").
+// slowest change measured with real torchrun, a scale-in at 15.6–16.4 s
+// (up to 20.5 s under the race detector; starts, scale-outs, whole
+// restarts and resumptions took 6.3–9.5 s; docs/design-notes.md, "Resize
+// cost").
 const PyTorchRestart = 16 * time.Second
 
 // K returns GPUsPerWorker, defaulting to 1 when unset.

@@ -474,8 +474,16 @@ func testWorkerGPUsMismatch(t *testing.T, k *cluster) {
 	if j := k.waitPhase(t, ns, "pinned", v1alpha1.PhaseFailed); j.UID == pinned.UID {
 		t.Error("pinned was not created again")
 	}
-	if n := c.Refused(); n != 1 {
-		t.Errorf("the controller remembers %d refused jobs, want 1", n)
+	// The controller remembers a refusal once its status is written: the
+	// test may see Failed a moment before.
+	err = testenv.PollUntil(ctx, 10*time.Second, "pinned remembered as refused", func(context.Context) (bool, error) {
+		if n := c.Refused(); n != 1 {
+			return false, fmt.Errorf("the controller remembers %d refused jobs, want 1", n)
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }
 

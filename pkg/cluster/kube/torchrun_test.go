@@ -65,6 +65,7 @@ type kubelet struct {
 	ns, job   string
 	workspace string // what /workspace holds: train.py and voda_progress.py
 	ckpt      string // what /checkpoint is
+	tmp       string // torchrun's TMPDIR
 
 	mu    sync.Mutex
 	procs map[types.UID]*process
@@ -100,7 +101,7 @@ func newKubelet(t *testing.T, k *cluster, ns, job string) *kubelet {
 			t.Fatal(err)
 		}
 	}
-	return &kubelet{t: t, k: k, ns: ns, job: job, workspace: ws, ckpt: t.TempDir(), procs: map[types.UID]*process{}}
+	return &kubelet{t: t, k: k, ns: ns, job: job, workspace: ws, ckpt: t.TempDir(), tmp: t.TempDir(), procs: map[types.UID]*process{}}
 }
 
 // run mirrors the pods every 100 ms until ctx ends, then stops every
@@ -196,6 +197,8 @@ func (kl *kubelet) start(pod *corev1.Pod) error {
 		return strings.ReplaceAll(s, "/checkpoint", kl.ckpt)
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		// torchrun's own temporary directories go with the test's.
+		"TMPDIR=" + kl.tmp,
 		// torch 1.13's torchrun on Python 3.11 needs these to start.
 		"PET_REDIRECTS=1", "PET_TEE=1", "PYTHONUNBUFFERED=1", "OMP_NUM_THREADS=1"}
 	conf := ""
@@ -354,6 +357,35 @@ func (kl *kubelet) trainingAgain(t *testing.T, since time.Time, workers int, wha
 		t.Fatal(err)
 	}
 	return took
+}
+
+// waitCompleted waits until the job is Completed for as long as its
+// epochs keep coming: how long the epochs left take depends on how loaded
+// the machine is (go test runs packages side by side), so only a stall,
+// no epoch for a minute, or a quarter of an hour in all, fails the test.
+func (kl *kubelet) waitCompleted(t *testing.T, ns, name string) {
+	t.Helper()
+	const stall, most = time.Minute, 15 * time.Minute
+	begun := time.Now()
+	for {
+		tj := kl.k.job(t, ns, name)
+		if tj.Status.Phase == v1alpha1.PhaseCompleted {
+			return
+		}
+		last := begun
+		for _, l := range kl.lines() {
+			if epochLine.MatchString(l.text) && l.at.After(last) {
+				last = l.at
+			}
+		}
+		switch {
+		case time.Since(last) > stall:
+			t.Fatalf("%s is %s (%s): no epoch for %s; torchruns that exited: %v", name, tj.Status.Phase, tj.Status.Message, stall, kl.exitsSoFar())
+		case time.Since(begun) > most:
+			t.Fatalf("%s is %s (%s) after %s of training", name, tj.Status.Phase, tj.Status.Message, most)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // checkEpochs checks the whole run's output: epochs only go forward, and
@@ -524,7 +556,7 @@ func testTorchrun(t *testing.T, k *cluster) {
 	k.setLabel(t, nodes[1], gpu)
 	timings["resumed (2 workers)"] = kl.trainingAgain(t, at, 2, "training after the resumption")
 
-	k.waitPhase(t, ns, job, v1alpha1.PhaseCompleted)
+	kl.waitCompleted(t, ns, job)
 	if err := failed(); err != nil {
 		t.Fatal(err)
 	}

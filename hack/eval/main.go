@@ -67,6 +67,13 @@ func vodaConfig(policy string) simulator.Config {
 
 type runKey struct{ table, load, policy string }
 
+// evalJob is one simulation of the report.
+type evalJob struct {
+	key runKey
+	cfg simulator.Config
+	w   simulator.Workload
+}
+
 func run(traces, gavel, shockwave, out, plots string) error {
 	cat, err := model.LoadProfiles(filepath.Join(traces, "profiles"))
 	if err != nil {
@@ -79,11 +86,11 @@ func run(traces, gavel, shockwave, out, plots string) error {
 			return err
 		}
 	}
-	type job struct {
-		key runKey
-		cfg simulator.Config
-		w   simulator.Workload
+	realistic, err := simulator.ReadWorkloads(filepath.Join(traces, "workloads-realistic"), sc)
+	if err != nil {
+		return err
 	}
+	type job = evalJob
 	var jobs []job
 	for _, l := range loads {
 		for _, p := range algorithm.Names() {
@@ -109,6 +116,11 @@ func run(traces, gavel, shockwave, out, plots string) error {
 			jobs = append(jobs, job{runKey{"estimated", "1.0", p}, est, w})
 		}
 	}
+	adaptive, err := adaptiveJobs(workloads, realistic)
+	if err != nil {
+		return err
+	}
+	jobs = append(jobs, adaptive...)
 	results := make([]simulator.Result, len(jobs))
 	errs := make([]error, len(jobs))
 	start := time.Now()
@@ -419,6 +431,7 @@ job's 1st, 3rd and 10th report, pooled over the workloads' jobs.
 	}
 	fmt.Fprintln(w)
 	writePyTorch(w, byKey, published)
+	writeAdaptive(w, byKey, published)
 	writeRigid(w, rigid)
 	writeTeams(w, teamSets)
 	writeGPUTypes(w, types)

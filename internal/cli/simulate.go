@@ -26,6 +26,7 @@ type simulateFlags struct {
 	nodes, gpusPerNode, jobs, perWorker    int
 	restartDelay, rateLimit, interval      time.Duration
 	runtime                                string
+	adaptiveBatch                          bool
 	load                                   float64
 	seed                                   uint64
 	rigidShare                             float64
@@ -95,7 +96,7 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
       --workload ../shared/traces/shockwave/traces/jobs120_100_40.trace --nodes 8 --teams 4 --spread half`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, name := range []string{"queues", "teams", "spread", "gpu-type"} {
+			for _, name := range []string{"queues", "teams", "spread", "gpu-type", "adaptive-batch"} {
 				if cmd.Flags().Changed(name) && h.gpuTypes != "" {
 					return usageError{fmt.Errorf("--%s applies to a cluster of one GPU type, not with --gpu-types", name)}
 				}
@@ -132,6 +133,7 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the synthetic workload")
 	fl.Float64Var(&f.rigidShare, "rigid-share", 0, "share of the synthetic workload's jobs, 0 to 1, that are rigid: they run only at their GPUs (minimum = maximum), under every policy, as Philly's jobs did")
 	fl.StringArrayVar(&f.policyParams, "policy-param", nil, "NAME=VALUE: a policy parameter, as 'voda controller --policy-param' takes it (e.g. hesrpt.exponent=0.2); repeat for several; 'voda policies' lists them")
+	fl.BoolVar(&f.adaptiveBatch, "adaptive-batch", false, "let every job adapt its batch size, from the workload's batch_size up to its max_batch_size column (default: the model's largest traced batch), scheduled by goodput; needs --profiles (gradient statistics). Without it only jobs with a max_batch_size adapt")
 	fl.StringVar(&f.information, "information", "oracle", "what policies know of speedup and remaining time: oracle (true values) or estimated (the estimator's, from the step times jobs report)")
 	fl.StringVar(&f.output, "output", "table", "output format: table, json or csv")
 	fl.StringVar(&f.perJob, "per-job", "", "also write one CSV row per job to this file")
@@ -273,7 +275,7 @@ func prepareSimulation(cmd *cobra.Command, f *simulateFlags, h *heteroFlags) (*s
 	for _, p := range policies {
 		cfg := simulator.Config{Policy: p, Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, RestartDelay: f.restartDelay, Runtime: f.runtime,
 			RateLimit: f.rateLimit, Interval: f.interval, Tiresias: params.Tiresias, HeSRPT: params.HeSRPT, Information: f.information, GPUsPerWorker: f.perWorker,
-			RecordEvents: f.html != ""}
+			RecordEvents: f.html != "", AdaptiveBatch: f.adaptiveBatch}
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("invalid flags: %w", err)
 		}

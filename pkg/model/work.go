@@ -21,6 +21,7 @@ type exactWork struct {
 	m0      float64
 	batches []float64   // traced batches, ascending
 	dTarget []float64   // target_e - target_{e-1} per epoch
+	cum     []float64   // target_e: the progress at the end of epoch e
 	sqr     [][]float64 // grad_sqr by batch index, then epoch
 	vr      [][]float64 // grad_var by batch index, then epoch
 }
@@ -48,6 +49,7 @@ func newExactWork(byBatch map[int][]epochRow, epochs int) (*exactWork, error) {
 			target = min(target, byBatch[b][e].progress)
 		}
 		w.dTarget = append(w.dTarget, target-prev)
+		w.cum = append(w.cum, target)
 		prev = target
 	}
 	for _, b := range batches {

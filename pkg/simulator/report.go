@@ -44,6 +44,13 @@ type Summary struct {
 	Reclaims              int      `json:"reclaims,omitempty"`
 	ReclaimsByShrinkShare *float64 `json:"reclaims_by_shrink_share,omitempty"`
 	StoppedByReclaim      int      `json:"stopped_by_reclaim,omitempty"`
+	// AdaptiveJobs counts the jobs that adapted their batch size; with
+	// some, BatchChangesPerJob and RetunesPerJob are their changes of
+	// batch size and restarts for a batch change alone, per adaptive job,
+	// and there is no lower bound (lower_bound_s is 0).
+	AdaptiveJobs       int     `json:"adaptive_jobs,omitempty"`
+	BatchChangesPerJob float64 `json:"batch_changes_per_job,omitempty"`
+	RetunesPerJob      float64 `json:"retunes_per_job,omitempty"`
 }
 
 // QueueSummary is one queue's part of a run's metrics.
@@ -104,6 +111,15 @@ func Summarise(r Result) Summary {
 		gpuSec += j.GPUSeconds
 		s.RescalesPerJob += float64(j.Rescales)
 		s.RestartsPerJob += float64(j.Restarts)
+		if j.Adaptive {
+			s.AdaptiveJobs++
+			s.BatchChangesPerJob += float64(j.BatchChanges)
+			s.RetunesPerJob += float64(j.Retunes)
+		}
+	}
+	if s.AdaptiveJobs > 0 {
+		s.BatchChangesPerJob = round(s.BatchChangesPerJob/float64(s.AdaptiveJobs), 1e-3)
+		s.RetunesPerJob = round(s.RetunesPerJob/float64(s.AdaptiveJobs), 1e-3)
 	}
 	s.GPUsPerWorker = strconv.Itoa(lo)
 	if hi > lo {
@@ -222,20 +238,33 @@ func (rep Report) WriteTable(w io.Writer) error {
 	// The worker size is shown when some job's workers hold more than one
 	// GPU, so the table states what it measured.
 	perWorker := slices.ContainsFunc(rep.Results, func(s Summary) bool { return s.GPUsPerWorker != "1" && s.GPUsPerWorker != "" })
+	// With jobs that adapt their batch size, their batch changes are
+	// shown, and the bound, which those jobs can beat, is not.
+	adaptive := slices.ContainsFunc(rep.Results, func(s Summary) bool { return s.AdaptiveJobs > 0 })
 	head := "POLICY\tWORKLOAD\tJOBS\t"
 	if perWorker {
 		head += "GPUS/WORKER\t"
 	}
-	fmt.Fprintln(tw, head+"AVG JCT\tP50 JCT\tP99 JCT\tMAKESPAN\tQUEUE\tGPU UTIL\tEFF UTIL\tRESCALES/JOB\tRESTARTS/JOB\tBOUND\tJCT/BOUND\t")
+	head += "AVG JCT\tP50 JCT\tP99 JCT\tMAKESPAN\tQUEUE\tGPU UTIL\tEFF UTIL\tRESCALES/JOB\tRESTARTS/JOB\t"
+	if adaptive {
+		head += "ADAPTIVE\tBATCH CHANGES/JOB\tOF THEM RESTARTS\t"
+	} else {
+		head += "BOUND\tJCT/BOUND\t"
+	}
+	fmt.Fprintln(tw, head)
 	for _, s := range rep.Results {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t", s.Policy, s.Workload, s.Jobs)
 		if perWorker {
 			fmt.Fprintf(tw, "%s\t", s.GPUsPerWorker)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f%%\t%.0f%%\t%.2f\t%.2f\t%s\t%.2f\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f%%\t%.0f%%\t%.2f\t%.2f\t",
 			dur(s.AvgJCT), dur(s.P50JCT), dur(s.P99JCT), dur(s.Makespan),
-			dur(s.AvgQueue), 100*s.GPUUtil, 100*s.EffUtil, s.RescalesPerJob, s.RestartsPerJob,
-			dur(s.LowerBound), s.JCTOverBound)
+			dur(s.AvgQueue), 100*s.GPUUtil, 100*s.EffUtil, s.RescalesPerJob, s.RestartsPerJob)
+		if adaptive {
+			fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t\n", s.AdaptiveJobs, s.BatchChangesPerJob, s.RetunesPerJob)
+		} else {
+			fmt.Fprintf(tw, "%s\t%.2f\t\n", dur(s.LowerBound), s.JCTOverBound)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -263,9 +292,17 @@ func (rep Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEAN OVER WORKLOADS\tWORKLOADS\tAVG JCT\tP99 JCT\tMAKESPAN\tBOUND\t")
+	if adaptive {
+		fmt.Fprintln(tw, "MEAN OVER WORKLOADS\tWORKLOADS\tAVG JCT\tP99 JCT\tMAKESPAN\t")
+	} else {
+		fmt.Fprintln(tw, "MEAN OVER WORKLOADS\tWORKLOADS\tAVG JCT\tP99 JCT\tMAKESPAN\tBOUND\t")
+	}
 	for _, m := range rep.Mean {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\n", m.Policy, m.Workloads, dur(m.AvgJCT), dur(m.P99JCT), dur(m.Makespan), dur(m.LowerBound))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t", m.Policy, m.Workloads, dur(m.AvgJCT), dur(m.P99JCT), dur(m.Makespan))
+		if !adaptive {
+			fmt.Fprintf(tw, "%s\t", dur(m.LowerBound))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
@@ -297,14 +334,24 @@ func (rep Report) WriteCSV(w io.Writer) error {
 // WritePerJob prints one row per job of every run.
 func WritePerJob(w io.Writer, results []Result) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"policy", "workload", "job", "model", "gpus_requested", "batch", "min_workers", "max_workers",
-		"submit_s", "start_s", "finish_s", "jct_s", "queue_s", "gpu_seconds", "rescales", "restarts", "gpus_per_worker"})
+	// With jobs that adapt their batch size, four more columns say how.
+	adaptive := slices.ContainsFunc(results, func(r Result) bool { return r.Adaptive > 0 })
+	head := []string{"policy", "workload", "job", "model", "gpus_requested", "batch", "min_workers", "max_workers",
+		"submit_s", "start_s", "finish_s", "jct_s", "queue_s", "gpu_seconds", "rescales", "restarts", "gpus_per_worker"}
+	if adaptive {
+		head = append(head, "adaptive", "final_batch", "batch_changes", "retunes")
+	}
+	cw.Write(head)
 	f := func(x float64) string { return strconv.FormatFloat(round(x, 0.001), 'f', -1, 64) }
 	for _, r := range results {
 		for _, j := range r.Jobs {
-			cw.Write([]string{r.Policy, r.Workload, j.Name, j.Model, strconv.Itoa(j.GPUs), strconv.Itoa(j.Batch),
+			row := []string{r.Policy, r.Workload, j.Name, j.Model, strconv.Itoa(j.GPUs), strconv.Itoa(j.Batch),
 				strconv.Itoa(j.Min), strconv.Itoa(j.Max), f(j.Submit), f(j.Start), f(j.Finish), f(j.JCT), f(j.Queue),
-				f(j.GPUSeconds), strconv.Itoa(j.Rescales), strconv.Itoa(j.Restarts), strconv.Itoa(max(j.GPUsPerWorker, 1))})
+				f(j.GPUSeconds), strconv.Itoa(j.Rescales), strconv.Itoa(j.Restarts), strconv.Itoa(max(j.GPUsPerWorker, 1))}
+			if adaptive {
+				row = append(row, strconv.FormatBool(j.Adaptive), strconv.Itoa(j.FinalBatch), strconv.Itoa(j.BatchChanges), strconv.Itoa(j.Retunes))
+			}
+			cw.Write(row)
 		}
 	}
 	cw.Flush()

@@ -26,6 +26,10 @@ func (r *run) result() Result {
 			JCT: fin - submit, GPUSeconds: j.GPUSeconds, Rescales: j.Rescales, Restarts: j.Restarts,
 			QueueName: ji.QueueName,
 		}
+		if a := ji.adapt; a != nil {
+			jr.Adaptive, jr.FinalBatch, jr.BatchChanges, jr.Retunes = true, a.batch, a.changes, a.retunes
+			jr.Restarts += a.retunes
+		}
 		jr.Queue = jr.Start - submit
 		res.Jobs = append(res.Jobs, jr)
 		first, last = min(first, submit), max(last, fin)
@@ -38,7 +42,12 @@ func (r *run) result() Result {
 		return cmp.Compare(a.Name, b.Name)
 	})
 	res.Makespan = last - first
-	res.LowerBound = r.lowerBound(algorithm.Rigid(res.Policy))
+	res.Adaptive = r.adaptive
+	if r.adaptive == 0 {
+		// The bounds take each job's time at a fixed batch; a job that
+		// adapts can beat it, so with such jobs there is none.
+		res.LowerBound = r.lowerBound(algorithm.Rigid(res.Policy))
+	}
 	r.finishTimeFairness(res.Jobs)
 	if r.queues != nil {
 		res.Quota = r.engine.QuotaStats()
@@ -275,7 +284,13 @@ func (r *run) finishTimeFairness(jobs []JobResult) {
 		j := &jobs[i]
 		ji := r.info[api.JobID(j.Name)]
 		k := ji.spec.K()
-		alone := ji.steps * ji.model.StepSeconds(sim.PackedShape(ji.spec.Requested()*k, r.cfg.GPUsPerNode), ji.Batch)
+		shape := sim.PackedShape(ji.spec.Requested()*k, r.cfg.GPUsPerNode)
+		var alone float64
+		if ji.adapt != nil {
+			alone = adaptiveAlone(ji, shape)
+		} else {
+			alone = ji.steps * ji.model.StepSeconds(shape, ji.Batch)
+		}
 		contention := 1.0
 		if life := j.Finish - j.Submit; life > 0 {
 			contention = max(1, (at(j.Finish)-at(j.Submit))/life/gpus)

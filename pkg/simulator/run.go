@@ -47,6 +47,11 @@ type Config struct {
 	// unless alone is set (as it is in those runs).
 	Queues []quota.Queue
 	alone  bool
+	// AdaptiveBatch lets every job adapt its batch size, from the
+	// workload's batch_size up to its max_batch_size (by default the
+	// model's largest traced batch), scheduled by goodput (adaptive.go).
+	// Its models need gradient statistics (measured profiles).
+	AdaptiveBatch bool
 	// Runtime is what runs the jobs: RuntimeHorovod (or empty), whose
 	// restart time the policies assume (HeSRPT's restart cost), or
 	// RuntimePyTorch, torchrun with Voda's rendezvous settings, whose
@@ -141,7 +146,16 @@ type JobResult struct {
 	Queue         float64 // first start − submit
 	GPUSeconds    float64
 	Rescales      int
-	Restarts      int
+	// Restarts counts every restart of the job's workers: the policy's
+	// and, for a job that adapts its batch size, the ones for a batch
+	// change alone (Retunes).
+	Restarts int
+	// For a job that adapts its batch size: Adaptive is set, BatchChanges
+	// counts the changes of its batch size (at any restart), Retunes the
+	// restarts for a batch change alone, and FinalBatch is its last batch
+	// (Batch is its first, the workload's).
+	Adaptive                          bool
+	BatchChanges, Retunes, FinalBatch int
 	// QueueName is the job's queue, with queues.
 	QueueName string
 	// Rho is the job's finish-time fairness (Shockwave): its JCT over its
@@ -168,6 +182,8 @@ type Result struct {
 	UsefulGPUSeconds float64
 	LowerBound       float64
 	WallSeconds      float64
+	// Adaptive is the number of jobs that adapted their batch size.
+	Adaptive int
 	// EstimateErrors, with estimated information, holds per number of
 	// reports (1, 3, 10) the relative errors of every job's estimated
 	// remaining time at one GPU once it had made that many reports.
@@ -205,6 +221,9 @@ const (
 	EventHalt     EventKind = EventKind(api.ActionHalt)
 	EventMigrate  EventKind = EventKind(api.ActionMigrate)
 	EventFinish   EventKind = "Finish"
+	// EventBatch is a restart for a batch size change alone (a job that
+	// adapts its batch size; see adaptive.go).
+	EventBatch EventKind = "Batch"
 )
 
 // EstimateCheckpoints are the numbers of reports after which the
@@ -233,6 +252,9 @@ type jobInfo struct {
 	// batch size take the same time per step, so they share history (as a
 	// user would give one category to the runs of one training setup).
 	category string
+	// adapt is set for a job that adapts its batch size; its steps are
+	// then statistical progress (adaptive.go).
+	adapt *adaptation
 }
 
 // Run simulates one workload under cfg.
@@ -264,6 +286,8 @@ type run struct {
 	cluster  *sim.Cluster
 	info     map[api.JobID]*jobInfo
 	live     map[api.JobID]*jobInfo // arrived, not finished
+	adaptive int                    // jobs that adapt their batch size
+	curves   map[curveKey][]float64 // adaptive jobs' goodputs (adaptive.go)
 	next     int                    // next arrival
 	done     int
 	finish   map[api.JobID]float64
@@ -294,7 +318,7 @@ func Check(cfg Config, w Workload, cat Catalog) error {
 
 func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
 	r := &run{cfg: cfg, w: w, clock: &virtualClock{t: epoch}, cluster: sim.New(cfg.RestartDelay),
-		info: map[api.JobID]*jobInfo{}, live: map[api.JobID]*jobInfo{}, finish: map[api.JobID]float64{}}
+		info: map[api.JobID]*jobInfo{}, live: map[api.JobID]*jobInfo{}, finish: map[api.JobID]float64{}, curves: map[curveKey][]float64{}}
 	ecfg := scheduler.DefaultConfig("sim", r.clock)
 	ecfg.Policy, ecfg.RateLimit = cfg.Policy, cfg.RateLimit
 	ecfg.Algorithm.Tiresias = cfg.Tiresias
@@ -338,6 +362,12 @@ func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
 			return nil, fmt.Errorf("workload %s, job %s: %w", w.Name, j.Name, err)
 		}
 		r.info[api.JobID(j.Name)] = ji
+		if ji.adapt != nil {
+			r.adaptive++
+		}
+	}
+	if r.adaptive > 0 && r.est != nil {
+		return nil, fmt.Errorf("workload %s: jobs that adapt their batch size are simulated with oracle information only, so far", w.Name)
 	}
 	return r, nil
 }
@@ -348,6 +378,10 @@ func (r *run) layoutRate(id api.JobID, gpusPerNode []int) float64 {
 	ji := r.info[id]
 	if ji == nil {
 		return 0
+	}
+	if a := ji.adapt; a != nil {
+		_, g := a.model.BestBatch(gpusPerNode, a.epoch, a.lo, a.hi)
+		return g
 	}
 	t := ji.model.StepSeconds(gpusPerNode, ji.Batch)
 	if !(t > 0) || math.IsInf(t, 1) {
@@ -374,8 +408,22 @@ func (r *run) prepare(j Job, cat Catalog, total int) (*jobInfo, error) {
 		return nil, fmt.Errorf("workers of %d GPUs do not fit nodes of %d", k, r.cfg.GPUsPerNode)
 	}
 	ji := &jobInfo{Job: j, model: m, steps: m.Steps(j.Batch), category: fmt.Sprintf("%s/%d", j.Model, j.Batch)}
-	ji.oneGPU = m.StepSeconds([]int{1}, j.Batch)
-	ji.oneWorker = m.StepSeconds([]int{k}, j.Batch)
+	if ji.adapt, err = r.adaptiveOf(j, m); err != nil {
+		return nil, err
+	}
+	batchMax := j.Batch // the batch that bounds the workers
+	if a := ji.adapt; a != nil {
+		// Steps are statistical progress; the seconds per step on one
+		// GPU and one worker are averages over the run, each epoch at
+		// its best batch there.
+		ji.steps, batchMax = a.model.Work(), a.hi
+		ji.category = fmt.Sprintf("%s/%d-%d", j.Model, a.lo, a.hi)
+		ji.oneGPU = adaptiveAlone(ji, []int{1}) / ji.steps
+		ji.oneWorker = adaptiveAlone(ji, []int{k}) / ji.steps
+	} else {
+		ji.oneGPU = m.StepSeconds([]int{1}, j.Batch)
+		ji.oneWorker = m.StepSeconds([]int{k}, j.Batch)
+	}
 	for _, v := range []float64{ji.steps, ji.oneGPU, ji.oneWorker} {
 		if !(v > 0) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("model %s has no throughput or work at batch %d", j.Model, j.Batch)
@@ -393,7 +441,7 @@ func (r *run) prepare(j Job, cat Catalog, total int) (*jobInfo, error) {
 		return nil, fmt.Errorf("requests %d GPUs (%d workers of %d), but %d-GPU nodes hold %d such workers, %d in all: choose GPUs per worker that divide the GPUs per node",
 			j.GPUs, req, k, r.cfg.GPUsPerNode, r.cfg.GPUsPerNode/k, room)
 	}
-	hi := max(min(min(m.MaxWorkers(j.Batch), total)/k, room), 1, req)
+	hi := max(min(min(m.MaxWorkers(batchMax), total)/k, room), 1, req)
 	ji.spec = api.JobSpec{MinWorkers: 1, MaxWorkers: hi, RequestedWorkers: req, ClusterQueue: j.QueueName,
 		RestartSeconds: restartSeconds(r.cfg.Runtime, r.cfg.RestartDelay)}
 	if j.Rigid {
@@ -402,8 +450,12 @@ func (r *run) prepare(j Job, cat Catalog, total int) (*jobInfo, error) {
 	if k > 1 {
 		ji.spec.GPUsPerWorker = k
 	}
-	if m.MaxWorkers(j.Batch) <= k && req == 1 && !j.Rigid {
+	if m.MaxWorkers(batchMax) <= k && req == 1 && !j.Rigid {
 		ji.spec.MaxWorkers = 1
+	}
+	if ji.adapt != nil {
+		_, ji.speedup = r.adaptiveView(ji, 0, ji.steps)
+		return ji, nil
 	}
 	curve := make([]float64, hi+1)
 	for n := 1; n <= hi; n++ {
@@ -516,12 +568,17 @@ func (r *run) arrive(t time.Time) error {
 		r.next++
 		r.live[api.JobID(j.Name)] = ji
 		m, batch := ji.model, j.Batch
-		if err := r.cluster.Add(sim.Job{ID: api.JobID(j.Name), Steps: ji.steps, GPUsPerWorker: ji.spec.GPUsPerWorker,
-			StepSeconds: func(shape []int) float64 { return m.StepSeconds(shape, batch) }}); err != nil {
-			return err
-		}
+		sj := sim.Job{ID: api.JobID(j.Name), Steps: ji.steps, GPUsPerWorker: ji.spec.GPUsPerWorker,
+			StepSeconds: func(shape []int) float64 { return m.StepSeconds(shape, batch) }}
 		ev := scheduler.JobSubmitted{ID: api.JobID(j.Name), Spec: ji.spec,
 			Remaining: ji.steps * ji.oneWorker, Speedup: ji.speedup}
+		if ji.adapt != nil {
+			sj.StepSeconds, sj.Plan = nil, ji.plan
+			ev.Remaining, ev.Speedup = r.adaptiveView(ji, 0, ji.steps)
+		}
+		if err := r.cluster.Add(sj); err != nil {
+			return err
+		}
 		if r.est != nil {
 			fit := r.est.Estimate(j.Name, ji.category)
 			ev.Remaining, ev.Speedup, ev.Measured = fit.Remaining(ji.steps), speedupOf(fit), fit.KnownAt
@@ -553,10 +610,18 @@ func (r *run) maybeSchedule(t time.Time) error {
 		// Oracle information: the true remaining time at one worker. The
 		// order of these updates does not matter.
 		for id, ji := range r.live {
+			if ji.adapt != nil {
+				continue // below
+			}
 			rem := r.cluster.Remaining(id, t) * ji.oneWorker
 			if err := r.engine.Step(scheduler.Progress{ID: id, Remaining: max(rem, 1e-9)}); err != nil {
 				return err
 			}
+		}
+	}
+	if r.adaptive > 0 {
+		if err := r.tellAdaptive(t); err != nil {
+			return err
 		}
 	}
 	plan, err := r.engine.Tick()
@@ -573,6 +638,9 @@ func (r *run) maybeSchedule(t time.Time) error {
 	}
 	if len(plan.Actions) > 0 {
 		r.record(t)
+	}
+	if r.adaptive > 0 {
+		return r.retune(t)
 	}
 	return nil
 }

@@ -50,6 +50,10 @@ type Job struct {
 	// QueueName is the ClusterQueue whose quota the job counts against
 	// (the optional queue column, or SpreadQueues); empty without queues.
 	QueueName string
+	// MaxBatch, when set (the optional max_batch_size column), lets the
+	// job adapt its batch size between Batch and it (adaptive.go); 0
+	// keeps Batch fixed unless Config.AdaptiveBatch says otherwise.
+	MaxBatch int
 }
 
 // Workload is a named list of jobs, sorted by submission time then name.
@@ -63,9 +67,9 @@ type Workload struct {
 const maxJobs = 1_000_000
 
 // ReadWorkload reads a Pollux-artifact workload CSV
-// (name,time,application,num_replicas,batch_size), optionally with a sixth
-// column gpus_per_worker. Errors name the file and line. Every application
-// must be in the catalog.
+// (name,time,application,num_replicas,batch_size), optionally with the
+// columns gpus_per_worker, queue and max_batch_size. Errors name the file
+// and line. Every application must be in the catalog.
 func ReadWorkload(path string, cat Catalog) (Workload, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -86,15 +90,16 @@ var header = []string{"name", "time", "application", "num_replicas", "batch_size
 const (
 	perWorkerColumn = "gpus_per_worker"
 	queueColumn     = "queue"
+	maxBatchColumn  = "max_batch_size"
 )
 
 // columns locates the optional columns of a workload file; -1 when absent.
-type columns struct{ total, perWorker, queue int }
+type columns struct{ total, perWorker, queue, maxBatch int }
 
 // parseHeader checks the header line and finds the optional columns.
 func parseHeader(rec []string) (columns, error) {
 	got := trimAll(rec)
-	c := columns{total: len(got), perWorker: -1, queue: -1}
+	c := columns{total: len(got), perWorker: -1, queue: -1, maxBatch: -1}
 	ok := len(got) >= len(header) && slices.Equal(got[:len(header)], header)
 	for i := len(header); ok && i < len(got); i++ {
 		switch {
@@ -102,13 +107,15 @@ func parseHeader(rec []string) (columns, error) {
 			c.perWorker = i
 		case got[i] == queueColumn && c.queue < 0:
 			c.queue = i
+		case got[i] == maxBatchColumn && c.maxBatch < 0:
+			c.maxBatch = i
 		default:
 			ok = false
 		}
 	}
 	if !ok {
-		return c, fmt.Errorf("1: header is %q, want %q and optionally %s and %s: the Pollux artifact's workload format (docs/simulator.md); Gavel's traces are read with --gpu-types and --gavel, and traces of durations alone (Tiresias', Philly's) have no throughputs to simulate",
-			strings.Join(rec, ","), strings.Join(header, ","), perWorkerColumn, queueColumn)
+		return c, fmt.Errorf("1: header is %q, want %q and optionally %s, %s and %s: the Pollux artifact's workload format (docs/simulator.md); Gavel's traces are read with --gpu-types and --gavel, and traces of durations alone (Tiresias', Philly's) have no throughputs to simulate",
+			strings.Join(rec, ","), strings.Join(header, ","), perWorkerColumn, queueColumn, maxBatchColumn)
 	}
 	return c, nil
 }
@@ -196,6 +203,13 @@ func parseJob(rec []string, cols columns, cat Catalog) (Job, error) {
 	}
 	if c := cols.queue; c >= 0 {
 		j.QueueName = rec[c]
+	}
+	if c := cols.maxBatch; c >= 0 && rec[c] != "" {
+		m, err := strconv.Atoi(rec[c])
+		if err != nil || m < j.Batch || m > 100_000_000 {
+			return Job{}, fmt.Errorf("%s %q: want the largest global batch the job may adapt to, at least its batch_size %d (empty keeps the batch size fixed)", maxBatchColumn, rec[c], j.Batch)
+		}
+		j.MaxBatch = m
 	}
 	if _, err := cat.Lookup(j.Model); err != nil {
 		return Job{}, fmt.Errorf("application %q: %w", j.Model, err)

@@ -21,6 +21,22 @@ type Job struct {
 	StepSeconds func(shape []int) float64
 	// GPUsPerWorker is the GPUs each worker holds; 0 means 1.
 	GPUsPerWorker int
+	// Plan, when set, replaces StepSeconds for a job whose speed changes
+	// as it goes (one that tunes its batch size, so that its work is
+	// statistical progress and its speed changes epoch by epoch): on every
+	// start, change of placement or Restart it is told the placement's
+	// shape and the work done, and returns how the work goes on there
+	// from then until the next change, and the seconds per optimizer step
+	// to report.
+	Plan func(shape []int, done float64) ([]Segment, float64)
+}
+
+// Segment is a stretch of a job's work at one speed: up to work End (from
+// where the previous segment ended), Rate work per second. A plan's
+// segments are in order of End; past the last one the job keeps its last
+// rate.
+type Segment struct {
+	End, Rate float64
 }
 
 // state is a job's runtime in the cluster.
@@ -29,6 +45,7 @@ type state struct {
 	nodes     []api.NodeName
 	workers   int
 	stepSec   float64   // at the current shape; 0 when not running
+	segs      []Segment // with Plan, at the current shape; nil when not running
 	done      float64   // steps done
 	updated   time.Time // when done was last brought up to date
 	idleUntil time.Time // restart delay end
@@ -58,7 +75,7 @@ func (c *Cluster) Add(j Job) error {
 	if _, dup := c.jobs[j.ID]; dup {
 		return fmt.Errorf("job %s added twice", j.ID)
 	}
-	if !(j.Steps > 0) || j.StepSeconds == nil {
+	if !(j.Steps > 0) || (j.StepSeconds == nil && j.Plan == nil) {
 		return fmt.Errorf("job %s has no work or no throughput model", j.ID)
 	}
 	c.jobs[j.ID] = &state{Job: j}
@@ -102,14 +119,71 @@ func (c *Cluster) StepSeconds(id api.JobID) float64 {
 
 // doneAt returns the steps done by time t without changing the state.
 func (s *state) doneAt(t time.Time) float64 {
-	if s.workers == 0 || s.stepSec <= 0 {
+	if s.workers == 0 || (s.segs == nil && s.stepSec <= 0) {
 		return s.done
 	}
 	from := later(s.updated, s.idleUntil)
 	if !t.After(from) {
 		return s.done
 	}
-	return s.done + t.Sub(from).Seconds()/s.stepSec
+	secs := t.Sub(from).Seconds()
+	if s.segs == nil {
+		return s.done + secs/s.stepSec
+	}
+	done := s.done
+	for i, g := range s.segs {
+		if g.End <= done && i < len(s.segs)-1 {
+			continue
+		}
+		need := (g.End - done) / g.Rate
+		if secs <= need || i == len(s.segs)-1 {
+			return done + secs*g.Rate
+		}
+		secs -= need
+		done = g.End
+	}
+	return done
+}
+
+// secondsLeft returns the working seconds from the work done to Steps at
+// the current speed.
+func (s *state) secondsLeft() float64 {
+	left := max(s.Steps-s.done, 0)
+	if s.segs == nil {
+		return left * s.stepSec
+	}
+	secs, done := 0.0, s.done
+	for i, g := range s.segs {
+		end := g.End
+		if i == len(s.segs)-1 || end > s.Steps {
+			end = s.Steps
+		}
+		if end > done {
+			secs += (end - done) / g.Rate
+			done = end
+		}
+		if done >= s.Steps {
+			break
+		}
+	}
+	return secs
+}
+
+// plan returns a running job's speed on a shape from the work done on.
+func (s *state) plan(shape []int, done float64) ([]Segment, float64, error) {
+	if s.Plan == nil {
+		return nil, s.StepSeconds(shape), nil
+	}
+	segs, stepSec := s.Plan(shape, done)
+	if len(segs) == 0 {
+		return nil, 0, fmt.Errorf("no plan on shape %v", shape)
+	}
+	for i, g := range segs {
+		if !(g.Rate > 0) || math.IsInf(g.Rate, 1) || (i > 0 && g.End < segs[i-1].End) {
+			return nil, 0, fmt.Errorf("plan on shape %v: segment %d (%g up to %g) has no speed or is out of order", shape, i, g.Rate, g.End)
+		}
+	}
+	return segs, stepSec, nil
 }
 
 func later(a, b time.Time) time.Time {
@@ -126,6 +200,8 @@ func (c *Cluster) Apply(a api.Action, now time.Time) error {
 		return fmt.Errorf("%s: job %s is not running here", a.Kind, a.Job)
 	}
 	var stepSec float64
+	var segs []Segment
+	done := s.doneAt(now)
 	switch a.Kind {
 	case api.ActionHalt:
 	case api.ActionStart, api.ActionScaleIn, api.ActionScaleOut, api.ActionMigrate:
@@ -133,27 +209,68 @@ func (c *Cluster) Apply(a api.Action, now time.Time) error {
 			return fmt.Errorf("%s %s: %d nodes for %d workers", a.Kind, a.Job, len(a.Nodes), a.To)
 		}
 		shape := Shape(a.Nodes, s.GPUsPerWorker)
-		stepSec = s.StepSeconds(shape)
-		if !(stepSec > 0) || math.IsInf(stepSec, 1) {
+		var err error
+		if segs, stepSec, err = s.plan(shape, done); err != nil {
+			return fmt.Errorf("%s %s: %w", a.Kind, a.Job, err)
+		}
+		if s.Plan == nil && (!(stepSec > 0) || math.IsInf(stepSec, 1)) {
 			return fmt.Errorf("%s %s: no throughput on shape %v", a.Kind, a.Job, shape)
 		}
 	default:
 		return fmt.Errorf("unknown action %q", a.Kind)
 	}
 	// Checked: now change the state.
-	s.done = s.doneAt(now)
+	s.done = done
 	s.updated = now
 	c.allocated -= s.workers * max(s.GPUsPerWorker, 1)
 	if a.Kind == api.ActionHalt {
-		s.workers, s.nodes, s.stepSec = 0, nil, 0
+		s.workers, s.nodes, s.stepSec, s.segs = 0, nil, 0, nil
 	} else {
-		s.workers, s.nodes, s.stepSec = a.To, append([]api.NodeName(nil), a.Nodes...), stepSec
+		s.workers, s.nodes, s.stepSec, s.segs = a.To, append([]api.NodeName(nil), a.Nodes...), stepSec, segs
 		// Every change of allocation or placement restarts the workers.
 		s.idleUntil = now.Add(c.restartDelay)
 	}
 	c.allocated += s.workers * max(s.GPUsPerWorker, 1)
 	c.schedule(s, now)
 	return nil
+}
+
+// Restart restarts a running job where it runs, as a change of its batch
+// size does: it is idle for the restart delay, then goes on at the speed
+// its Plan gives for the work done by now.
+func (c *Cluster) Restart(id api.JobID, now time.Time) error {
+	s, ok := c.jobs[id]
+	if !ok || s.finished || s.workers == 0 {
+		return fmt.Errorf("restart: job %s is not running here", id)
+	}
+	done := s.doneAt(now)
+	segs, stepSec, err := s.plan(Shape(s.nodes, s.GPUsPerWorker), done)
+	if err != nil {
+		return fmt.Errorf("restart %s: %w", id, err)
+	}
+	s.done, s.updated, s.segs, s.stepSec = done, now, segs, stepSec
+	s.idleUntil = now.Add(c.restartDelay)
+	c.schedule(s, now)
+	return nil
+}
+
+// Done returns the work a job has done by now.
+func (c *Cluster) Done(id api.JobID, now time.Time) float64 {
+	if s, ok := c.jobs[id]; ok {
+		return s.doneAt(now)
+	}
+	return 0
+}
+
+// SecondsLeft returns the seconds until a running job finishes at its
+// current speed (its restart delay included), as of now; +Inf when it is
+// not running.
+func (c *Cluster) SecondsLeft(id api.JobID, now time.Time) float64 {
+	s, ok := c.jobs[id]
+	if !ok || s.workers == 0 || s.finished {
+		return math.Inf(1)
+	}
+	return s.finishAt.Sub(now).Seconds()
 }
 
 // schedule predicts a job's completion and records it.
@@ -165,7 +282,7 @@ func (c *Cluster) schedule(s *state, now time.Time) {
 		return
 	}
 	start := later(now, s.idleUntil)
-	left := max(s.Steps-s.done, 0) * s.stepSec
+	left := s.secondsLeft()
 	// Round up so the job has certainly finished at the predicted time.
 	s.finishAt = start.Add(time.Duration(math.Ceil(left * 1e9)))
 	heap.Push(&c.finishes, finish{at: s.finishAt, id: s.ID, version: s.version})
@@ -197,7 +314,7 @@ func (c *Cluster) Finished(now time.Time) []api.JobID {
 		s := c.jobs[f.id]
 		s.done, s.updated, s.finished = s.Steps, now, true
 		c.allocated -= s.workers * max(s.GPUsPerWorker, 1)
-		s.workers, s.nodes, s.stepSec = 0, nil, 0
+		s.workers, s.nodes, s.stepSec, s.segs = 0, nil, 0, nil
 		out = append(out, f.id)
 	}
 }

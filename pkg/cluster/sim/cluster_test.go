@@ -146,3 +146,53 @@ func TestRemoveReturnsWorkLeft(t *testing.T) {
 		t.Errorf("finishes at %v (%v), want t0+140s", at, ok)
 	}
 }
+
+// TestPlanSegments: a job with a plan goes at each segment's rate in turn,
+// keeps the last one past its end, and a Restart plans again from the work
+// done, after the restart delay.
+func TestPlanSegments(t *testing.T) {
+	c := New(10 * time.Second)
+	var asked []float64
+	plan := func(shape []int, done float64) ([]Segment, float64) {
+		asked = append(asked, done)
+		n := float64(shape[0])
+		// Work 0–10 at n per second, 10–15 at 2n, then 4n.
+		return []Segment{{End: 10, Rate: n}, {End: 15, Rate: 2 * n}, {End: 15, Rate: 4 * n}}, 1 / n
+	}
+	must(t, c.Add(Job{ID: "a", Steps: 35, Plan: plan}))
+	must(t, c.Apply(api.Action{Kind: api.ActionStart, Job: "a", To: 1, Nodes: nodes("n1")}, t0))
+	// 10 s idle, 10 s for 10, 2.5 s for 5, 5 s for 20: done at 27.5 s.
+	if got, _ := c.NextFinish(); !got.Equal(at(27500 * time.Millisecond)) {
+		t.Errorf("NextFinish %v, want 27.5 s", got.Sub(t0))
+	}
+	for _, tc := range []struct {
+		at   time.Duration
+		done float64
+	}{{5 * time.Second, 0}, {15 * time.Second, 5}, {21 * time.Second, 12}, {25 * time.Second, 25}} {
+		if got := c.Done("a", at(tc.at)); got != tc.done {
+			t.Errorf("done at %v: %v, want %v", tc.at, got, tc.done)
+		}
+	}
+	if got := c.SecondsLeft("a", at(25*time.Second)); got != 2.5 {
+		t.Errorf("seconds left at 25 s: %v, want 2.5", got)
+	}
+	// At 21 s (12 done) a restart: idle until 31 s, then 3 at 2 per
+	// second, 20 at 4 per second: done at 37.5 s.
+	must(t, c.Restart("a", at(21*time.Second)))
+	if diff := cmp.Diff([]float64{0, 12}, asked); diff != "" {
+		t.Errorf("plans asked at (-want,+got):\n%s", diff)
+	}
+	if got, _ := c.NextFinish(); !got.Equal(at(37500 * time.Millisecond)) {
+		t.Errorf("NextFinish after the restart %v, want 37.5 s", got.Sub(t0))
+	}
+	if c.StepSeconds("a") != 1 {
+		t.Errorf("step seconds %v, want the plan's 1", c.StepSeconds("a"))
+	}
+	if err := c.Restart("b", t0); err == nil {
+		t.Error("restarting an unknown job: no error")
+	}
+	must(t, c.Add(Job{ID: "bad", Steps: 1, Plan: func([]int, float64) ([]Segment, float64) { return []Segment{{End: 1, Rate: 0}}, 1 }}))
+	if err := c.Apply(api.Action{Kind: api.ActionStart, Job: "bad", To: 1, Nodes: nodes("n2")}, t0); err == nil {
+		t.Error("a plan without speed: no error")
+	}
+}

@@ -1,0 +1,243 @@
+package simulator
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/cluster/sim"
+	"github.com/vodascheduler/voda/pkg/scheduler"
+)
+
+// Jobs that let Voda choose their batch size (Config.AdaptiveBatch, or a
+// workload's max_batch_size column) are scheduled by goodput
+// (pkg/model's Goodput: throughput times statistical efficiency). Their
+// work is statistical progress, in steps at the model's smallest traced
+// batch; the policies see, at every worker count, the goodput of the best
+// batch there in the job's current epoch (Speedup, relative to one worker)
+// and the work left over the goodput at one worker (Remaining). Every
+// start or resize runs at the best batch for the new placement and epoch,
+// held until the next restart; a batch change alone restarts the job only
+// when it pays: when the time it saves on the job's current placement
+// exceeds twice the restart delay, the break-even HeSRPT applies to
+// resizes (the restart itself and as much again against flapping).
+
+// AdaptiveModel is a Model whose statistical efficiency is known epoch by
+// epoch (pkg/model's measured profiles), so that its jobs may adapt their
+// batch size.
+type AdaptiveModel interface {
+	Model
+	Adaptive() bool
+	MaxBatch() int
+	Work() float64
+	Epoch(progress float64) (e int, end float64)
+	Efficiency(e, batch int) float64
+	BestBatch(shape []int, e, lo, hi int) (batch int, goodput float64)
+}
+
+// adaptation is what the simulator keeps for a job that adapts its batch.
+type adaptation struct {
+	model  AdaptiveModel
+	lo, hi int // the batch range
+	epoch  int // the epoch as of the last round
+	batch  int // in force; 0 before the first start
+	// changes counts the batch changes; retunes the restarts for a batch
+	// change alone.
+	changes, retunes int
+}
+
+// adaptiveOf returns the adaptation of a job that adapts its batch, nil for
+// one that does not; an error for one that would but cannot.
+func (r *run) adaptiveOf(j Job, m Model) (*adaptation, error) {
+	if !r.cfg.AdaptiveBatch && j.MaxBatch == 0 {
+		return nil, nil
+	}
+	am, ok := m.(AdaptiveModel)
+	if !ok || !am.Adaptive() {
+		return nil, fmt.Errorf("model %s has no gradient statistics to adapt its batch size by (the built-in catalog has none): give --profiles", j.Model)
+	}
+	a := &adaptation{model: am, lo: j.Batch, hi: j.MaxBatch}
+	if a.hi == 0 {
+		a.hi = max(am.MaxBatch(), a.lo)
+	}
+	if a.hi < a.lo {
+		return nil, fmt.Errorf("max_batch_size %d is below batch_size %d", a.hi, a.lo)
+	}
+	return a, nil
+}
+
+// curveKey names one goodput curve: a model's batch range in one epoch on
+// packed placements of workers of k GPUs.
+type curveKey struct {
+	model     string
+	lo, hi, e int
+	k, n      int
+}
+
+// goodputs returns the best goodput of a job at every worker count up to
+// its maximum, on packed placements, in epoch e; memoised, as jobs of one
+// model and range share them.
+func (r *run) goodputs(ji *jobInfo, e int) []float64 {
+	a, k := ji.adapt, ji.spec.K()
+	key := curveKey{model: ji.Model, lo: a.lo, hi: a.hi, e: e, k: k, n: ji.spec.MaxWorkers}
+	if c, ok := r.curves[key]; ok {
+		return c
+	}
+	c := make([]float64, ji.spec.MaxWorkers+1)
+	for n := 1; n <= ji.spec.MaxWorkers; n++ {
+		_, c[n] = a.model.BestBatch(sim.PackedShape(n*k, r.cfg.GPUsPerNode), e, a.lo, a.hi)
+	}
+	r.curves[key] = c
+	return c
+}
+
+// adaptiveView is what the policies are told of an adaptive job in epoch
+// e with work left: the work left over the goodput at one worker, and the
+// goodput at each count relative to one worker.
+func (r *run) adaptiveView(ji *jobInfo, e int, left float64) (float64, algorithm.Speedup) {
+	c := r.goodputs(ji, e)
+	one := c[1]
+	if !(one > 0) {
+		// One worker cannot hold the smallest batch: relative to the
+		// first count that can.
+		for _, g := range c[1:] {
+			if g > 0 {
+				one = g
+				break
+			}
+		}
+	}
+	curve := make([]float64, len(c))
+	for n := range c {
+		curve[n] = c[n] / one
+	}
+	return left / one, func(n int) float64 {
+		if n < 1 || n >= len(curve) {
+			return 0
+		}
+		return curve[n]
+	}
+}
+
+// plan is the cluster's Plan for an adaptive job: the best batch for the
+// placement in the current epoch, held until the next restart, and the
+// job's speed there epoch by epoch.
+func (ji *jobInfo) plan(shape []int, done float64) ([]sim.Segment, float64) {
+	a := ji.adapt
+	e, _ := a.model.Epoch(done)
+	b, _ := a.model.BestBatch(shape, e, a.lo, a.hi)
+	if b == 0 {
+		return nil, 0
+	}
+	if a.batch != 0 && b != a.batch {
+		a.changes++
+	}
+	a.batch = b
+	return segments(a.model, shape, b, done), a.model.StepSeconds(shape, b)
+}
+
+// segments is a job's speed at a fixed batch on a placement, epoch by
+// epoch from the work done on.
+func segments(m AdaptiveModel, shape []int, batch int, done float64) []sim.Segment {
+	step := m.StepSeconds(shape, batch)
+	var segs []sim.Segment
+	for p := done; ; {
+		e, end := m.Epoch(p)
+		segs = append(segs, sim.Segment{End: end, Rate: m.Efficiency(e, batch) / step})
+		if end <= p || end >= m.Work() {
+			return segs
+		}
+		p = end
+	}
+}
+
+// secondsFor returns the working seconds from work done to total at the
+// speeds segs give.
+func secondsFor(segs []sim.Segment, done, total float64) float64 {
+	secs := 0.0
+	for i, g := range segs {
+		end := min(g.End, total)
+		if i == len(segs)-1 {
+			end = total
+		}
+		if end > done {
+			secs += (end - done) / g.Rate
+			done = end
+		}
+	}
+	return secs
+}
+
+// tellAdaptive gives the policies every adaptive job's view as of t.
+func (r *run) tellAdaptive(t time.Time) error {
+	for _, id := range slices.Sorted(maps.Keys(r.live)) {
+		ji := r.live[id]
+		if ji.adapt == nil {
+			continue
+		}
+		done := r.cluster.Done(id, t)
+		ji.adapt.epoch, _ = ji.adapt.model.Epoch(done)
+		rem, speedup := r.adaptiveView(ji, ji.adapt.epoch, max(ji.steps-done, 0))
+		if err := r.engine.Step(scheduler.Progress{ID: id, Remaining: max(rem, 1e-9), Speedup: speedup}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retune restarts, at t, each running adaptive job whose best batch on its
+// placement has changed enough to pay for the restart.
+func (r *run) retune(t time.Time) error {
+	delay := r.cfg.RestartDelay.Seconds()
+	for _, id := range slices.Sorted(maps.Keys(r.live)) {
+		ji := r.live[id]
+		a := ji.adapt
+		if a == nil || !r.cluster.Productive(id, t) {
+			continue
+		}
+		_, nodes := r.cluster.Workers(id)
+		shape := sim.Shape(nodes, ji.spec.K())
+		done := r.cluster.Done(id, t)
+		e, _ := a.model.Epoch(done)
+		b, _ := a.model.BestBatch(shape, e, a.lo, a.hi)
+		if b == 0 || b == a.batch {
+			continue
+		}
+		keep := r.cluster.SecondsLeft(id, t)
+		redo := secondsFor(segments(a.model, shape, b, done), done, ji.steps)
+		if keep-redo <= 2*delay {
+			continue
+		}
+		was := a.batch
+		if err := r.cluster.Restart(id, t); err != nil {
+			return err
+		}
+		a.retunes++
+		r.event(t, id, EventBatch, len(nodes)*ji.spec.K(), fmt.Sprintf("batch size %d→%d: %.0f s sooner on this placement", was, a.batch, keep-redo-delay))
+	}
+	return nil
+}
+
+// adaptiveAlone is an adaptive job's time alone on a packed placement of
+// workers: each epoch at its best batch there, with no restarts.
+func adaptiveAlone(ji *jobInfo, shape []int) float64 {
+	a := ji.adapt
+	secs := 0.0
+	for p := 0.0; p < ji.steps; {
+		e, end := a.model.Epoch(p)
+		_, g := a.model.BestBatch(shape, e, a.lo, a.hi)
+		if !(g > 0) {
+			return math.Inf(1)
+		}
+		end = min(end, ji.steps)
+		if end <= p {
+			end = ji.steps
+		}
+		secs += (end - p) / g
+		p = end
+	}
+	return secs
+}

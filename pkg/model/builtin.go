@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math"
 	"slices"
 	"sync"
 )
@@ -31,6 +32,10 @@ func (b builtinModel) model() *Model {
 	k := known[b.name]
 	speed, work := b.speed, b.work
 	work.m0 = float64(b.batches[0])
+	work.epochs = k.epochs
+	for _, batch := range b.batches {
+		work.logBatches = append(work.logBatches, math.Log(float64(batch)))
+	}
 	work.prepare()
 	return &Model{
 		Name:          b.name,

@@ -1,9 +1,11 @@
 // Package model is the simulator's catalog of training job types: for each
 // model of the Pollux OSDI'21 simulator study (bert, cifar10, deepspeech2,
 // imagenet, ncf, yolov3) it says how long one optimizer step takes on a
-// placement at a global batch size (StepSeconds) and how many steps finish
-// training (Steps). LoadProfiles reads the measured profiles; Builtin is a
-// small fitted catalog generated from them that needs no data files.
+// placement at a global batch size (StepSeconds), how many steps finish
+// training (Steps) and, for jobs that adapt their batch size, the
+// statistical efficiency of a batch as training goes (Efficiency,
+// Goodput). LoadProfiles reads the measured profiles; Builtin is a small
+// fitted catalog generated from them that needs no data files.
 //
 // Import rule: the standard library only (go/format, for GenerateBuiltin).
 // No clock, no randomness, no goroutines; the only I/O is LoadProfiles
@@ -122,6 +124,19 @@
 // significant digits, so regenerating on the same profiles reproduces the
 // file byte for byte; a test checks it. (A CPU architecture that fuses
 // floating-point multiply-adds might, rarely, round one digit differently.)
+//
+// # Goodput
+//
+// A job that adapts its batch size is scheduled by goodput (goodput.go):
+// Efficiency gives the statistical efficiency of a batch in an epoch from
+// the gradient statistics, Goodput divides it by the step time, BestBatch
+// searches a batch range for the most goodput on a placement, and Epoch
+// and Work place a job's statistical progress in its epochs. The built-in
+// catalog keeps, per model, a summary of the statistics (fittedNoise): the
+// share of the work done by the end of each of 8 equal stretches of epochs
+// and, per stretch and traced batch, the noise scale that makes a fixed
+// batch take exactly the steps the epoch-by-epoch statistics give there,
+// so its fixed-batch work is that of Steps to the six digits it keeps.
 //
 // # Performance
 //

@@ -65,6 +65,12 @@ type fittedWork struct {
 	knots        [][2]float64 // (batch, steps), batch ascending
 	below, above [2]float64   // (A, B) below the first and above the last knot
 	logB, logS   []float64    // knots in logs, filled by prepare
+	// noise summarises the gradient statistics for jobs that adapt their
+	// batch (goodput.go); epochs and logBatches (the traced batches in
+	// logs) are filled from the model.
+	noise      fittedNoise
+	epochs     int
+	logBatches []float64
 }
 
 func (w *fittedWork) prepare() {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // GenerateBuiltin fits the built-in catalog to a catalog loaded with
@@ -41,6 +42,7 @@ var builtinModels = []builtinModel{
 		}
 		speed = roundSpeed(speed)
 		work := roundWork(fitWork(ew))
+		noise := fitNoise(ew, m.Epochs)
 		packed, all := fitErrors(&speed, samples)
 		fmt.Fprintf(&b, "\t{\n\t\tname: %q,\n\t\tbatches: %#v,\n", name, m.Batches)
 		fmt.Fprintf(&b, "\t\t// Step-time error: packed placements median %s, p90 %s (%d rows);\n\t\t// all placements median %s, p90 %s (%d rows).\n",
@@ -66,8 +68,13 @@ var builtinModels = []builtinModel{
 			}
 			fmt.Fprintf(&b, "{%s, %s}", num(k[0]), num(k[1]))
 		}
-		fmt.Fprintf(&b, "},\n\t\t\tbelow: [2]float64{%s, %s},\n\t\t\tabove: [2]float64{%s, %s},\n\t\t},\n\t},\n",
+		fmt.Fprintf(&b, "},\n\t\t\tbelow: [2]float64{%s, %s},\n\t\t\tabove: [2]float64{%s, %s},\n",
 			num(work.below[0]), num(work.below[1]), num(work.above[0]), num(work.above[1]))
+		fmt.Fprintf(&b, "\t\t\tnoise: fittedNoise{\n\t\t\t\tDone: %s,\n\t\t\t\tLogPhi: [][]float64{\n", nums(noise.Done))
+		for _, row := range noise.LogPhi {
+			fmt.Fprintf(&b, "\t\t\t\t\t%s,\n", strings.TrimPrefix(nums(row), "[]float64"))
+		}
+		b.WriteString("\t\t\t\t},\n\t\t\t},\n\t\t},\n\t},\n")
 	}
 	b.WriteString("}\n")
 	src, err := format.Source(b.Bytes())
@@ -84,6 +91,15 @@ func round6(v float64) float64 {
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// nums is a []float64 literal of six-digit numbers.
+func nums(vs []float64) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = num(v)
+	}
+	return "[]float64{" + strings.Join(out, ", ") + "}"
+}
 
 func roundSpeed(f fittedSpeed) fittedSpeed {
 	for _, p := range []*float64{

@@ -148,3 +148,113 @@ func (m *Model) BestBatch(gpusPerNode []int, e, lo, hi int) (batch int, goodput 
 	}
 	return batch, goodput
 }
+
+// noiseStretches is how many stretches of epochs the built-in catalog
+// summarises the gradient statistics over (fewer for models that train
+// fewer epochs).
+const noiseStretches = 8
+
+// fittedNoise is the built-in catalog's summary of a model's gradient
+// statistics, for jobs that adapt their batch: the epochs are cut into
+// equal stretches (noiseStretches, or one per epoch when there are fewer);
+// Done[k] is the share of the work done by the end of stretch k, and
+// LogPhi[k][i] the log of a gradient noise scale (grad_var/grad_sqr)
+// that makes stretch k take, at traced batch i, the steps the
+// epoch-by-epoch statistics give (fitNoise). Within a
+// stretch the epochs are taken to be of equal work; between traced batches
+// the log noise scale is interpolated linearly in the log batch (held at
+// the ends). A step at batch M then gains (φ + 1)/(φ/(M/M0) + 1).
+type fittedNoise struct {
+	Done   []float64
+	LogPhi [][]float64
+}
+
+// stretches returns how many stretches a model of epochs epochs has.
+func stretches(epochs int) int { return min(epochs, noiseStretches) }
+
+// stretchStart returns the first epoch of stretch k of epochs epochs cut
+// into n stretches.
+func stretchStart(k, n, epochs int) int { return k * epochs / n }
+
+// fitNoise summarises a model's statistics (see fittedNoise). The noise
+// scale of stretch k at traced batch i is the one at which a fixed batch
+// takes, over the stretch, exactly the steps the epoch-by-epoch statistics
+// give: with r = those steps over the stretch's progress (between 1/s and
+// 1 at s = batch/M0), (φ/s + 1)/(φ + 1) = r gives φ = (1 − r)/(r − 1/s).
+// At M0 (s = 1) every noise scale fits; it takes the next batch's.
+func fitNoise(w *exactWork, epochs int) fittedNoise {
+	n := stretches(epochs)
+	var f fittedNoise
+	total := w.total()
+	for k := range n {
+		from, to := stretchStart(k, n, epochs), stretchStart(k+1, n, epochs)
+		f.Done = append(f.Done, round6(w.cum[to-1]/total))
+		row := make([]float64, len(w.batches))
+		for i, b := range w.batches {
+			scale := b / w.m0
+			var progress, steps float64
+			for e := from; e < to; e++ {
+				progress += w.dTarget[e]
+				steps += w.dTarget[e] / gain(w.sqr[i][e], w.vr[i][e], scale)
+			}
+			r := steps / progress
+			switch {
+			case i == 0 || !(progress > 0):
+				continue
+			case r >= 1:
+				row[i] = -30 // no noise at all: every batch gains its scale
+			case r <= 1/scale:
+				row[i] = 30
+			default:
+				row[i] = round6(math.Log((1 - r) / (r - 1/scale)))
+			}
+		}
+		if len(row) > 1 {
+			row[0] = row[1]
+		}
+		f.LogPhi = append(f.LogPhi, row)
+	}
+	f.Done[n-1] = 1
+	return f
+}
+
+func (w *fittedWork) total() float64 { return w.steps(w.m0) }
+
+func (w *fittedWork) epochOf(progress float64) (int, float64) {
+	n, total := len(w.noise.Done), w.total()
+	start := 0.0
+	for k, done := range w.noise.Done {
+		end := done * total
+		if progress < end || k == n-1 {
+			from, to := stretchStart(k, n, w.epochs), stretchStart(k+1, n, w.epochs)
+			width := (end - start) / float64(to-from)
+			i := 0
+			if width > 0 {
+				i = int(math.Floor((progress - start) / width))
+			}
+			i = max(i, 0)
+			// An epoch ending exactly at progress (or, rounded, before
+			// it) is over: the next one starts.
+			for i < to-from-1 && start+float64(i+1)*width <= progress {
+				i++
+			}
+			if i >= to-from-1 {
+				return to - 1, end
+			}
+			return from + i, start + float64(i+1)*width
+		}
+		start = end
+	}
+	return w.epochs - 1, total
+}
+
+func (w *fittedWork) gainAt(e int, batch float64) float64 {
+	n := len(w.noise.Done)
+	k := 0
+	for k < n-1 && stretchStart(k+1, n, w.epochs) <= e {
+		k++
+	}
+	i, j, t := bracket(w.logBatches, math.Log(batch))
+	phi := math.Exp(lerp(w.noise.LogPhi[k][i], w.noise.LogPhi[k][j], t))
+	return (phi + 1) / (phi/(batch/w.m0) + 1)
+}

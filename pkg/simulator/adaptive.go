@@ -26,8 +26,8 @@ import (
 // resizes (the restart itself and as much again against flapping).
 
 // AdaptiveModel is a Model whose statistical efficiency is known epoch by
-// epoch (pkg/model's measured profiles), so that its jobs may adapt their
-// batch size.
+// epoch (pkg/model's catalogs: the profiles' statistics, or the built-in
+// summary of them), so that its jobs may adapt their batch size.
 type AdaptiveModel interface {
 	Model
 	Adaptive() bool
@@ -57,7 +57,7 @@ func (r *run) adaptiveOf(j Job, m Model) (*adaptation, error) {
 	}
 	am, ok := m.(AdaptiveModel)
 	if !ok || !am.Adaptive() {
-		return nil, fmt.Errorf("model %s has no gradient statistics to adapt its batch size by (the built-in catalog has none): give --profiles", j.Model)
+		return nil, fmt.Errorf("model %s has no gradient statistics to adapt its batch size by", j.Model)
 	}
 	a := &adaptation{model: am, lo: j.Batch, hi: j.MaxBatch}
 	if a.hi == 0 {

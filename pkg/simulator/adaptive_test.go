@@ -76,8 +76,8 @@ func TestAdaptiveBatch(t *testing.T) {
 }
 
 // TestAdaptiveBatchColumn: the max_batch_size column makes only its jobs
-// adapt; bad ranges and catalogs without gradient statistics are refused
-// with what to do.
+// adapt, with either catalog; bad ranges and estimated information are
+// refused with what to do.
 func TestAdaptiveBatchColumn(t *testing.T) {
 	cat := needTraces(t)
 	csv := "name,time,application,num_replicas,batch_size,max_batch_size\n" +
@@ -104,13 +104,14 @@ func TestAdaptiveBatchColumn(t *testing.T) {
 	if _, err := simulator.ParseWorkload(strings.NewReader(bad), "bad", cat); err == nil || !strings.Contains(err.Error(), "at least its batch_size 256") {
 		t.Errorf("max_batch_size below batch_size: %v", err)
 	}
+	// The built-in catalog adapts too.
 	builtin := simulator.ModelCatalog(model.Builtin())
 	bw, err := simulator.ParseWorkload(strings.NewReader(csv), "builtin", builtin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := simulator.Run(polluxArtifact(algorithm.NameHeSRPT), bw, builtin); err == nil || !strings.Contains(err.Error(), "--profiles") {
-		t.Errorf("adapting on the built-in catalog: %v, want an error naming --profiles", err)
+	if r, err := simulator.Run(polluxArtifact(algorithm.NameHeSRPT), bw, builtin); err != nil || r.Adaptive != 1 {
+		t.Errorf("adapting on the built-in catalog: %d jobs adapted, error %v; want 1 and none", r.Adaptive, err)
 	}
 	est := polluxArtifact(algorithm.NameHeSRPT)
 	est.Information = simulator.InfoEstimated

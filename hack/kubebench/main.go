@@ -14,6 +14,16 @@
 //	K=8 go run ./hack/kubebench             # workers of 8 GPUs: whole nodes
 //	JOBS=50 NODES=8 go run ./hack/kubebench
 //	ARGS="--kube-api-qps=200 --kube-api-burst=400" go run ./hack/kubebench
+//
+// SCALE=1 is the scale mode: 5 000 jobs on 1 000 nodes × 8 GPUs of 3 GPU
+// types (TYPES), MPIJobs and PyTorchJobs in turn (RUNTIME=mix), with the
+// controller's REST API, dashboard and metrics served; it also reports
+// Voda's requests to the API server (all, writes, the most writes per
+// second over any 10 s), the scheduling rounds' length per GPU type, and
+// the server time of the REST job list and each dashboard page
+// (docs/scale.md).
+//
+//	SCALE=1 go run ./hack/kubebench
 package main
 
 import (
@@ -30,6 +40,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vodascheduler/voda/internal/testenv"
@@ -47,15 +58,32 @@ func main() {
 }
 
 func run() error {
-	jobs, nodes, gpus := envInt("JOBS", 200), envInt("NODES", 32), envInt("GPUS", 8)
-	k := int32(envInt("K", 1))
+	scale := os.Getenv("SCALE") != ""
+	jobs, nodes, gpus, types := envInt("JOBS", 200), envInt("NODES", 32), envInt("GPUS", 8), envInt("TYPES", 1)
 	runtime := os.Getenv("RUNTIME")
+	if scale {
+		jobs, nodes, types = envInt("JOBS", 5000), envInt("NODES", 1000), envInt("TYPES", 3)
+		if runtime == "" {
+			runtime = "mix"
+		}
+	}
+	k := int32(envInt("K", 1))
 	switch runtime {
 	case "":
 		runtime = "mpi"
-	case "mpi", "pytorch":
+	case "mpi", "pytorch", "mix":
 	default:
-		return fmt.Errorf("RUNTIME=%q: want mpi or pytorch", runtime)
+		return fmt.Errorf("RUNTIME=%q: want mpi, pytorch or mix", runtime)
+	}
+	if types > 26 || nodes < types {
+		return fmt.Errorf("TYPES=%d: want 1 to 26, and at most NODES", types)
+	}
+	gpuTypes := []string{gpuType}
+	if types > 1 {
+		gpuTypes = nil
+		for i := range types {
+			gpuTypes = append(gpuTypes, gpuType+"-"+string(rune('a'+i)))
+		}
 	}
 	rate := os.Getenv("RATE_LIMIT")
 	if rate == "" {
@@ -81,8 +109,14 @@ func run() error {
 		return err
 	}
 	defer env.Stop()
-	if _, err := env.CreateGPUNodes(ctx, testenv.NodeSpec{GPUType: gpuType, Count: nodes, GPUs: gpus}); err != nil {
-		return err
+	for i, t := range gpuTypes {
+		count := nodes / types
+		if i < nodes%types {
+			count++
+		}
+		if _, err := env.CreateGPUNodes(ctx, testenv.NodeSpec{GPUType: t, Count: count, GPUs: gpus}); err != nil {
+			return err
+		}
 	}
 	const ns = "bench"
 	if err := env.CreateNamespace(ctx, ns); err != nil {
@@ -94,6 +128,14 @@ func run() error {
 	}
 	args := []string{"controller", "--kubeconfig", env.Kubeconfig, "--leader-elect=false",
 		"--metrics-addr", "0", "--health-addr", "0", "--rate-limit", rate}
+	var api, metricsAddr string
+	if scale {
+		more, a, m, err := scaleArgs(dir, ns)
+		if err != nil {
+			return err
+		}
+		args, api, metricsAddr = append(args, more...), a, m
+	}
 	args = append(args, strings.Fields(os.Getenv("ARGS"))...)
 	ctl := exec.Command(bin, args...)
 	ctl.Stdout, ctl.Stderr = logf, logf
@@ -112,7 +154,11 @@ func run() error {
 	begin := time.Now()
 	for i := range jobs {
 		n := int32(i%8 + 1)
-		tj := job(ns, fmt.Sprintf("job-%03d", i), n, k, runtime)
+		rt := runtime
+		if rt == "mix" {
+			rt = []string{"mpi", "pytorch"}[i%2]
+		}
+		tj := job(ns, fmt.Sprintf("job-%03d", i), n, k, rt, gpuTypes[i%len(gpuTypes)])
 		if err := c.Create(ctx, tj); err != nil {
 			return err
 		}
@@ -121,10 +167,20 @@ func run() error {
 	fmt.Printf("created %d TrainingJobs (%s, %d GPU(s) per worker) in %s\n", jobs, runtime, k, time.Since(begin).Round(time.Millisecond))
 
 	seen := map[string]*state{}
-	deadline := time.Now().Add(10 * time.Minute)
+	// At scale the observer lists thousands of objects: less often, and
+	// the plan counts as carried out after longer without change.
+	poll, quiet, limit := 200*time.Millisecond, 5*time.Second, 10*time.Minute
+	if scale {
+		poll, quiet, limit = 2*time.Second, 30*time.Second, 60*time.Minute
+	}
+	var reqs requestLog
+	deadline := time.Now().Add(limit)
 	stable := time.Time{}
 	for time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(poll)
+		if scale {
+			reqs.sample(metricsAddr)
+		}
 		changed, err := observe(ctx, c, ns, seen)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "observe:", err)
@@ -142,8 +198,8 @@ func run() error {
 			stable = time.Time{}
 		case stable.IsZero():
 			stable = time.Now()
-		case time.Since(stable) > 5*time.Second:
-			deadline = time.Now() // nothing moved for 5 s: the plan is carried out
+		case time.Since(stable) > quiet:
+			deadline = time.Now() // nothing moved for a while: the plan is carried out
 		}
 	}
 	all := stable.Sub(begin)
@@ -163,18 +219,25 @@ func run() error {
 	// Where the time went: when the MPIJob or PyTorchJob and the pods were
 	// created, and when the scheduler bound the pods (their PodScheduled
 	// condition).
-	child := kube.MPIJobGVK
-	if runtime == "pytorch" {
-		child = kube.PyTorchJobGVK
-	}
-	mpis := &unstructured.UnstructuredList{}
-	mpis.SetGroupVersionKind(child.GroupVersion().WithKind(child.Kind + "List"))
-	if err := c.List(ctx, mpis, client.InNamespace(ns)); err != nil {
-		return err
+	children := []schema.GroupVersionKind{kube.MPIJobGVK}
+	switch runtime {
+	case "pytorch":
+		children = []schema.GroupVersionKind{kube.PyTorchJobGVK}
+	case "mix":
+		children = append(children, kube.PyTorchJobGVK)
 	}
 	var mpiAt, podAt, boundAt []float64
-	for _, m := range mpis.Items {
-		mpiAt = append(mpiAt, m.GetCreationTimestamp().Sub(created[m.GetName()]).Seconds())
+	var childKinds []string
+	for _, child := range children {
+		mpis := &unstructured.UnstructuredList{}
+		mpis.SetGroupVersionKind(child.GroupVersion().WithKind(child.Kind + "List"))
+		if err := c.List(ctx, mpis, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, m := range mpis.Items {
+			mpiAt = append(mpiAt, m.GetCreationTimestamp().Sub(created[m.GetName()]).Seconds())
+		}
+		childKinds = append(childKinds, child.Kind)
 	}
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(ns), client.HasLabels{v1alpha1.JobLabel}); err != nil {
@@ -209,15 +272,22 @@ func run() error {
 			}
 		}
 	}
-	fmt.Printf("jobs running: %d of %d (the others wait) on %d of %d GPUs; every plan carried out %s after the first creation\n",
-		len(seen), jobs, gpusUsed*int(k), nodes*gpus, all.Round(time.Millisecond))
+	fmt.Printf("jobs running: %d of %d (the others wait) on %d of %d GPUs of %d type(s); every plan carried out %s after the first creation\n",
+		len(seen), jobs, gpusUsed*int(k), nodes*gpus, len(gpuTypes), all.Round(time.Millisecond))
 	fmt.Printf("creation → status Running (the engine's decision written): p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(decided, 50), pct(decided, 99), pct(decided, 100))
 	fmt.Printf("creation → %s created: p50 %.2f s, p99 %.2f s; → worker pod created: p50 %.2f s, p99 %.2f s; → worker bound: p50 %.2f s, p99 %.2f s (1 s resolution)\n",
-		child.Kind, pct(mpiAt, 50), pct(mpiAt, 99), pct(podAt, 50), pct(podAt, 99), pct(boundAt, 50), pct(boundAt, 99))
+		strings.Join(childKinds, " or "), pct(mpiAt, 50), pct(mpiAt, 99), pct(podAt, 50), pct(podAt, 99), pct(boundAt, 50), pct(boundAt, 99))
 	fmt.Printf("creation → first start, all workers Running: p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(first, 50), pct(first, 99), pct(first, 100))
 	fmt.Printf("creation → final allocation, all workers Running: p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(last, 50), pct(last, 99), pct(last, 100))
 	fmt.Printf("actions: %d (%.1f per second over the run)\n", actions, float64(actions)/all.Seconds())
 	fmt.Printf("controller: CPU %.2f s, peak RSS %.1f MiB\n", cpu, peak)
+	if scale {
+		reqs.report()
+		rounds(metricsAddr)
+		timePages(ctx, api, "job-000")
+		_, rss := procStats(ctl.Process.Pid)
+		fmt.Printf("controller after the pages: peak RSS %.1f MiB\n", rss)
+	}
 	return nil
 }
 
@@ -276,7 +346,7 @@ func observe(ctx context.Context, c client.Client, ns string, seen map[string]*s
 	return changed, nil
 }
 
-func job(ns, name string, max, k int32, runtime string) *v1alpha1.TrainingJob {
+func job(ns, name string, max, k int32, runtime, gpuType string) *v1alpha1.TrainingJob {
 	pod := func(c, image string) corev1.PodTemplateSpec {
 		return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: c, Image: image}}}}
 	}

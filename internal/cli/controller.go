@@ -101,6 +101,9 @@ are refused by name.`,
 					return usageError{fmt.Errorf("%s %v: must be a positive duration (the default is %v)", d.flag, d.v, d.deflt)}
 				}
 			}
+			if !(o.SyncWrites > 0) || o.SyncWrites > float64(qps) {
+				return usageError{fmt.Errorf("--status-sync-writes %v: want a positive number of writes a second, at most --kube-api-qps (%v), which decisions share", o.SyncWrites, qps)}
+			}
 			if _, err := o.Gang.Resolve(); err != nil {
 				return usageError{fmt.Errorf("--gang-scheduler: %w", err)}
 			}
@@ -162,7 +165,8 @@ are refused by name.`,
 	f.StringVar(&o.ConfigNamespace, "config-namespace", "", "namespace of the ConfigMap "+kube.ConfigMapName+" that changes a GPU type's algorithm, rate limit and policy parameters at runtime (default the pod's, else --namespace, else default)")
 	f.DurationVar(&o.TypeChoiceEvery, "type-choice-period", kube.DefaultTypeChoiceEvery, "how often the waiting jobs that accept several GPU types (spec.gpuTypes) are looked at again, and moved to another type when that finishes them sooner")
 	f.DurationVar(&o.TypeChoiceDwell, "type-choice-dwell", typechoice.DefaultConfig().MinDwell, "least time between two moves of one waiting job between GPU types")
-	f.DurationVar(&o.SyncPeriod, "status-sync", kube.DefaultSyncPeriod, "how often every job's time counters are written to its status")
+	f.DurationVar(&o.SyncPeriod, "status-sync", kube.DefaultSyncPeriod, "how often every job's time counters are written to its status (decisions are written at once)")
+	f.Float64Var(&o.SyncWrites, "status-sync-writes", kube.DefaultSyncWrites, "most writes per second the counters' refreshes take, across every GPU type (oldest first); with more jobs than --status-sync times this, each job's counters are written less often")
 	f.Float32Var(&qps, "kube-api-qps", 50, "requests per second to the API server, sustained")
 	f.IntVar(&burst, "kube-api-burst", 100, "requests to the API server in a burst")
 	f.StringVar(&o.ProgressURL, "progress-url", "", "base URL of the REST API as the jobs' pods reach it (e.g. http://voda.voda-system:8088); when set, every job's pods get VODA_PROGRESS_URL and VODA_PROGRESS_TOKEN to report their epochs, from which speedup and remaining time are estimated")

@@ -32,6 +32,11 @@ const (
 	DefaultPolicy     = "HeSRPT"
 	OriginalPolicy    = "ElasticFIFO"
 	DefaultSyncPeriod = 30 * time.Second
+	// DefaultSyncWrites is how many writes a second the refreshes of
+	// time counters may take, across every GPU type: a fifth of the
+	// default client rate (--kube-api-qps 50), so that decisions are
+	// written without waiting behind them however many jobs there are.
+	DefaultSyncWrites = 10.0
 	// DefaultGangTimeout is how long a gang may take to start.
 	DefaultGangTimeout = 5 * time.Minute
 )
@@ -55,6 +60,11 @@ type Options struct {
 	// SyncPeriod is how often the time counters of every job are written to
 	// its status; decisions are written at once. Zero means 30 s.
 	SyncPeriod time.Duration
+	// SyncWrites bounds the writes a second spent refreshing time counters
+	// (oldest first), across every GPU type: with more jobs than
+	// SyncPeriod × SyncWrites, each job's counters are written less often
+	// than SyncPeriod. Zero means DefaultSyncWrites.
+	SyncWrites float64
 	// ConfigNamespace is where the ConfigMap voda-schedulers with per-GPU-type
 	// settings lives; empty means no runtime settings, only the options.
 	ConfigNamespace string
@@ -93,6 +103,9 @@ type Controller struct {
 	cache    cache.Cache
 	recorder record.EventRecorder
 	log      logr.Logger
+
+	// syncWrites is the budget of the time counters' refreshes.
+	syncWrites *writeBudget
 
 	// ready is closed once the engines were rebuilt from the API server;
 	// reconcilers wait for it.
@@ -163,6 +176,9 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 	if opts.SyncPeriod <= 0 {
 		opts.SyncPeriod = DefaultSyncPeriod
 	}
+	if !(opts.SyncWrites > 0) {
+		opts.SyncWrites = DefaultSyncWrites
+	}
 	if opts.GangTimeout <= 0 {
 		opts.GangTimeout = DefaultGangTimeout
 	}
@@ -185,6 +201,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		jobTypes:    map[api.JobID]api.GPUType{},
 		moving:      map[api.JobID]api.GPUType{},
 		refused:     map[api.JobID]types.UID{},
+		syncWrites:  &writeBudget{rate: opts.SyncWrites},
 		held:        map[api.JobID]string{},
 		jobQueues:   map[api.JobID]queueOf{},
 		reader:      c,

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -70,7 +71,7 @@ func newEngine(c *Controller, t api.GPUType) *engine {
 	e := &engine{c: c, gpuType: t, eng: eng, written: map[api.JobID]written{}, known: map[api.JobID]bool{}}
 	e.loop = scheduler.NewLoop(eng, e, scheduler.SystemClock{})
 	e.loop.OnError = func(err error) { c.log.Error(err, "scheduler", "gpuType", t) }
-	e.loop.AfterRound = func(en *scheduler.Engine, _ api.Plan) { e.persistAll(c.runCtx, en) }
+	e.loop.AfterRound = func(en *scheduler.Engine, _ api.Plan) { e.persistAll(c.runCtx, en, false) }
 	if m := c.opts.Metrics; m != nil {
 		// On the loop's goroutine, like every use of the engine.
 		e.loop.Observe = func(r scheduler.Round) {
@@ -81,11 +82,13 @@ func newEngine(c *Controller, t api.GPUType) *engine {
 	return e
 }
 
-// start runs the loop, and the periodic write of every job's counters.
+// start runs the loop, and the refresh of the jobs' counters: every
+// second, the jobs whose counters are older than the sync period, oldest
+// first, as many as the controller's budget allows.
 func (e *engine) start(ctx context.Context) {
 	go func() { _ = e.loop.Run(ctx) }()
 	go func() {
-		t := time.NewTicker(e.c.opts.SyncPeriod)
+		t := time.NewTicker(min(time.Second, e.c.opts.SyncPeriod))
 		defer t.Stop()
 		for {
 			select {
@@ -93,12 +96,36 @@ func (e *engine) start(ctx context.Context) {
 				return
 			case <-t.C:
 				_ = e.loop.Do(ctx, func(en *scheduler.Engine) error {
-					e.persistAll(ctx, en)
+					e.persistAll(ctx, en, true)
 					return nil
 				})
 			}
 		}
 	}()
+}
+
+// writeBudget is a token bucket of writes a second, shared by the engines:
+// it holds at most one second's worth.
+type writeBudget struct {
+	mu     sync.Mutex
+	rate   float64
+	tokens float64
+	at     time.Time
+}
+
+// take returns how many of want writes may go now, and spends them.
+func (b *writeBudget) take(now time.Time, want int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.at.IsZero() {
+		b.tokens = b.rate
+	} else if now.After(b.at) {
+		b.tokens = min(b.rate, b.tokens+now.Sub(b.at).Seconds()*b.rate)
+	}
+	b.at = now
+	n := min(want, int(b.tokens))
+	b.tokens -= float64(n)
+	return n
 }
 
 // Apply carries out an action by writing the job's new state into its
@@ -157,17 +184,59 @@ func nodeList(nodes []api.NodeName) string {
 	return strings.Join(names, ", ")
 }
 
-// persistAll writes every job whose decision changed, and every job's
-// counters once per sync period.
-func (e *engine) persistAll(ctx context.Context, en *scheduler.Engine) {
+// persistAll writes every job whose decision changed and, with refresh,
+// the counters of the jobs last written more than a sync period ago,
+// oldest first, as many as the controller's budget allows now: with
+// thousands of jobs, refreshing them all every period would take the
+// whole client rate and hold the loop (and every decision) behind it.
+func (e *engine) persistAll(ctx context.Context, en *scheduler.Engine, refresh bool) {
+	type stale struct {
+		j  scheduler.Job
+		s  v1alpha1.TrainingJobStatus
+		at time.Time
+	}
+	var due []stale
+	now := time.Now()
 	for _, j := range en.Jobs() {
-		if w, ok := e.written[j.ID]; ok && w.status.Phase.Final() {
+		w, ok := e.written[j.ID]
+		if ok && w.status.Phase.Final() {
 			continue // ended and written: nothing about it changes again
 		}
-		if err := e.persist(ctx, j, false); err != nil {
-			e.c.log.Error(err, "write status", "job", j.ID)
+		s := e.statusFor(j)
+		switch {
+		case !ok || !sameDecision(w.status, s):
+			if err := e.write(ctx, j.ID, s, now); err != nil {
+				e.c.log.Error(err, "write status", "job", j.ID)
+			}
+		case refresh && now.Sub(w.at) >= e.c.opts.SyncPeriod:
+			due = append(due, stale{j, s, w.at})
 		}
 	}
+	if len(due) == 0 {
+		return
+	}
+	slices.SortFunc(due, func(a, b stale) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.j.ID), string(b.j.ID))
+	})
+	for _, d := range due[:e.c.syncWrites.take(now, len(due))] {
+		if err := e.write(ctx, d.j.ID, d.s, now); err != nil {
+			e.c.log.Error(err, "write status", "job", d.j.ID)
+		}
+	}
+}
+
+// statusFor is the status a job's record gives, as written.
+func (e *engine) statusFor(j scheduler.Job) v1alpha1.TrainingJobStatus {
+	s := statusOf(j)
+	e.c.showWorkers(j.ID, j.Spec.K(), &s)
+	if s.Phase == v1alpha1.PhaseWaiting && e.eng.GPUs() == 0 {
+		s.Message = fmt.Sprintf("no schedulable nodes of GPU type %s: label GPU nodes with %s=%s",
+			e.gpuType, v1alpha1.AcceleratorLabel, e.gpuType)
+	}
+	return s
 }
 
 // persist writes a job's record into its TrainingJob status. Unless force
@@ -175,30 +244,30 @@ func (e *engine) persistAll(ctx context.Context, en *scheduler.Engine) {
 // sync period, or nothing at all.
 func (e *engine) persist(ctx context.Context, j scheduler.Job, force bool) error {
 	now := time.Now()
-	s := statusOf(j)
-	e.c.showWorkers(j.ID, j.Spec.K(), &s)
-	if s.Phase == v1alpha1.PhaseWaiting && e.eng.GPUs() == 0 {
-		s.Message = fmt.Sprintf("no schedulable nodes of GPU type %s: label GPU nodes with %s=%s",
-			e.gpuType, v1alpha1.AcceleratorLabel, e.gpuType)
-	}
+	s := e.statusFor(j)
 	if w, ok := e.written[j.ID]; ok && !force && sameDecision(w.status, s) &&
 		(s.Phase.Final() || now.Sub(w.at) < e.c.opts.SyncPeriod) {
 		return nil
 	}
+	return e.write(ctx, j.ID, s, now)
+}
+
+// write patches a job's status and remembers it.
+func (e *engine) write(ctx context.Context, id api.JobID, s v1alpha1.TrainingJobStatus, now time.Time) error {
 	data, err := statusPatch(s)
 	if err != nil {
 		return err
 	}
 	tj := &v1alpha1.TrainingJob{}
-	key := jobKey(j.ID)
+	key := jobKey(id)
 	tj.Namespace, tj.Name = key.Namespace, key.Name
 	if err := e.c.client.Status().Patch(ctx, tj, client.RawPatch("application/merge-patch+json", data)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // deleted; the reconciler tells the engine
 		}
-		return fmt.Errorf("write status of %s: %w", j.ID, err)
+		return fmt.Errorf("write status of %s: %w", id, err)
 	}
-	e.written[j.ID] = written{status: s, at: now}
+	e.written[id] = written{status: s, at: now}
 	return nil
 }
 

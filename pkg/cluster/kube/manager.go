@@ -60,6 +60,9 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, *Controlle
 		return nil, nil, err
 	}
 	co := cache.Options{
+		// Nothing here reads managedFields, a good part of every object:
+		// the cache holds thousands of jobs, pods and children at scale.
+		DefaultTransform: cache.TransformStripManagedFields(),
 		// Only pods of TrainingJobs are cached, not every pod of the cluster.
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasJob)},

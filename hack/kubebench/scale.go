@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The scale mode (SCALE=1) also serves the controller's REST API, dashboard
+// and metrics, follows Voda's requests to the API server while the jobs
+// start, and at the end times the REST job list and each dashboard page and
+// reads the scheduling rounds' length from the metrics.
+
+// benchToken is the static bearer token of the scale mode's REST API: an
+// administrator, who sees every job.
+const benchToken = "kubebench-admin-token"
+
+// freeAddr returns a loopback address with a port free now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// scaleArgs returns the controller flags of the scale mode: the REST API
+// (static token) and metrics on free loopback ports.
+func scaleArgs(dir, ns string) (args []string, api, metricsAddr string, err error) {
+	if api, err = freeAddr(); err != nil {
+		return nil, "", "", err
+	}
+	if metricsAddr, err = freeAddr(); err != nil {
+		return nil, "", "", err
+	}
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(benchToken+`,kubebench,1,"system:masters"`+"\n"), 0o600); err != nil {
+		return nil, "", "", err
+	}
+	return []string{"--api-addr", api, "--api-namespace", ns, "--api-auth", "static", "--api-token-file", tokens, "--metrics-addr", metricsAddr}, api, metricsAddr, nil
+}
+
+// scrape returns the metrics endpoint's samples: name{labels} → value.
+func scrape(addr string) (map[string]float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+// requests sums Voda's requests to the API server so far: all, and the
+// writes (every method but GET).
+func requests(samples map[string]float64) (all, writes float64) {
+	for k, v := range samples {
+		if !strings.HasPrefix(k, "rest_client_requests_total{") {
+			continue
+		}
+		all += v
+		if !strings.Contains(k, `method="GET"`) {
+			writes += v
+		}
+	}
+	return all, writes
+}
+
+// requestLog follows Voda's request counters over the run.
+type requestLog struct {
+	at            []time.Time
+	all, writes   []float64
+	scrapeFailure error
+}
+
+func (l *requestLog) sample(addr string) {
+	s, err := scrape(addr)
+	if err != nil {
+		l.scrapeFailure = err
+		return
+	}
+	all, writes := requests(s)
+	l.at, l.all, l.writes = append(l.at, time.Now()), append(l.all, all), append(l.writes, writes)
+}
+
+// peak returns the most of a counter's increase over any window of at
+// least w, per second.
+func peak(at []time.Time, v []float64, w time.Duration) float64 {
+	best := 0.0
+	for i := range at {
+		for j := i + 1; j < len(at); j++ {
+			if d := at[j].Sub(at[i]); d >= w {
+				best = max(best, (v[j]-v[i])/d.Seconds())
+				break
+			}
+		}
+	}
+	return best
+}
+
+func (l *requestLog) report() {
+	if l.scrapeFailure != nil {
+		fmt.Printf("metrics: a scrape failed: %v\n", l.scrapeFailure)
+	}
+	n := len(l.at)
+	if n < 2 {
+		fmt.Println("Voda's requests to the API server: too few samples")
+		return
+	}
+	secs := l.at[n-1].Sub(l.at[0]).Seconds()
+	fmt.Printf("Voda's requests to the API server: %.0f (%.0f writes) over %.0f s; %.1f/s and %.1f writes/s on average, at most %.1f writes/s over any 10 s\n",
+		l.all[n-1]-l.all[0], l.writes[n-1]-l.writes[0], secs, (l.all[n-1]-l.all[0])/secs, (l.writes[n-1]-l.writes[0])/secs,
+		peak(l.at, l.writes, 10*time.Second))
+}
+
+// rounds reports the scheduling rounds' length per GPU type from the
+// reschedule-duration histogram: count, mean, and the bucket bound under
+// which 99% fell.
+func rounds(addr string) {
+	s, err := scrape(addr)
+	if err != nil {
+		fmt.Println("rounds: metrics:", err)
+		return
+	}
+	const name = "voda_scheduler_reschedule_duration_seconds"
+	type hist struct {
+		sum, count float64
+		buckets    [][2]float64 // (le, cumulative count)
+	}
+	byType := map[string]*hist{}
+	get := func(labels string) *hist {
+		t := labelValue(labels, "gpu_type")
+		if byType[t] == nil {
+			byType[t] = &hist{}
+		}
+		return byType[t]
+	}
+	for k, v := range s {
+		switch {
+		case strings.HasPrefix(k, name+"_sum{"):
+			get(k).sum = v
+		case strings.HasPrefix(k, name+"_count{"):
+			get(k).count = v
+		case strings.HasPrefix(k, name+"_bucket{"):
+			le, err := strconv.ParseFloat(labelValue(k, "le"), 64)
+			if err == nil {
+				h := get(k)
+				h.buckets = append(h.buckets, [2]float64{le, v})
+			}
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(byType)) {
+		h := byType[t]
+		slices.SortFunc(h.buckets, func(a, b [2]float64) int { return cmp.Compare(a[0], b[0]) })
+		p99 := "—"
+		for _, b := range h.buckets {
+			if h.count > 0 && b[1] >= 0.99*h.count {
+				p99 = fmt.Sprintf("≤ %g s", b[0])
+				break
+			}
+		}
+		mean := 0.0
+		if h.count > 0 {
+			mean = h.sum / h.count
+		}
+		fmt.Printf("rounds on %s: %.0f, mean %.1f ms, p99 %s\n", t, h.count, 1000*mean, p99)
+	}
+}
+
+func labelValue(sample, label string) string {
+	_, rest, ok := strings.Cut(sample, label+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
+}
+
+// timePages times the REST job list and each dashboard page, five times
+// each, and prints the median and the size.
+func timePages(ctx context.Context, api, someJob string) {
+	paths := []string{"/api/v1/jobs", "/ui/cluster", "/ui/queue", "/ui/teams", "/ui/jobs/" + someJob}
+	for _, p := range paths {
+		var took []float64
+		size, code := 0, 0
+		for range 5 {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+api+p, nil)
+			if err != nil {
+				fmt.Println(p, err)
+				break
+			}
+			req.Header.Set("Authorization", "Bearer "+benchToken)
+			begin := time.Now()
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				fmt.Println(p, err)
+				break
+			}
+			n, _ := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			took = append(took, time.Since(begin).Seconds())
+			size, code = int(n), resp.StatusCode
+		}
+		slices.Sort(took)
+		fmt.Printf("GET %-22s %d, %7.1f KiB, median %.3f s, max %.3f s (5 requests)\n", p, code, float64(size)/1024, pct(took, 50), pct(took, 100))
+	}
+}

@@ -117,25 +117,7 @@ The exponent `+adaptiveExponent+` was chosen on workloads 1–4 (among 0.1, 0.2 
 5–8 are held out. Mean over the four workloads of the average JCT:
 
 `)
-	fmt.Fprintln(w, "| Load | HeSRPT, 1–4 | Pollux, 1–4 | ratio | HeSRPT, 5–8 | Pollux, 5–8 | ratio |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
-	for _, l := range loads {
-		cells := []string{l + "×"}
-		for _, in := range []bool{true, false} {
-			var ours, theirs, n float64
-			for _, r := range byKey[runKey{"adaptive-tuned", l, algorithm.NameHeSRPT}] {
-				if tuned[r.Workload] != in {
-					continue
-				}
-				ours += simulator.Summarise(r).AvgJCT
-				theirs += published["pollux"][l].byWorkload[r.Workload]
-				n++
-			}
-			cells = append(cells, fmt.Sprintf("%.0f s", ours/n), fmt.Sprintf("%.0f s", theirs/n), fmt.Sprintf("%.2f", ours/theirs))
-		}
-		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
-	}
-	fmt.Fprintln(w)
+	heldOutTable(w, byKey, published, "adaptive-tuned")
 
 	fmt.Fprint(w, `### The "realistic" workloads: every job at 1 GPU and its model's smallest batch
 

@@ -287,13 +287,19 @@ HeSRPT's parameters were chosen on workloads 1–4 only; 5–8 are held out.
 Mean over the four workloads of the average JCT:
 
 `)
+	heldOutTable(w, byKey, published, "artifact")
+}
+
+// heldOutTable compares HeSRPT's runs of a table with published Pollux on
+// the tuning workloads and on the held-out ones apart.
+func heldOutTable(w io.Writer, byKey map[runKey][]simulator.Result, published map[string]map[string]publishedRun, table string) {
 	fmt.Fprintln(w, "| Load | HeSRPT, 1–4 | Pollux, 1–4 | ratio | HeSRPT, 5–8 | Pollux, 5–8 | ratio |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
 	for _, l := range loads {
 		row := []string{l + "×"}
 		for _, in := range []bool{true, false} {
 			var ours, theirs, n float64
-			for _, r := range byKey[runKey{"artifact", l, algorithm.NameHeSRPT}] {
+			for _, r := range byKey[runKey{table, l, algorithm.NameHeSRPT}] {
 				if tuned[r.Workload] != in {
 					continue
 				}

@@ -9,7 +9,107 @@ import (
 	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/cluster/sim"
+	"github.com/vodascheduler/voda/pkg/scheduler"
 )
+
+// JobResult is what happened to one job.
+type JobResult struct {
+	Name        string
+	Model       string
+	GPUs, Batch int
+	// Min and Max are the worker range; a worker holds GPUsPerWorker GPUs.
+	Min, Max      int
+	GPUsPerWorker int
+	Submit        float64 // seconds from the trace start
+	Start         float64 // first start
+	Finish        float64
+	JCT           float64
+	Queue         float64 // first start − submit
+	GPUSeconds    float64
+	Rescales      int
+	// Restarts counts every restart of the job's workers: the policy's
+	// and, for a job that adapts its batch size, the ones for a batch
+	// change alone (Retunes).
+	Restarts int
+	// For a job that adapts its batch size: Adaptive is set, BatchChanges
+	// counts the changes of its batch size (at any restart), Retunes the
+	// restarts for a batch change alone, and FinalBatch is its last batch
+	// (Batch is its first, the workload's).
+	Adaptive                          bool
+	BatchChanges, Retunes, FinalBatch int
+	// QueueName is the job's queue, with queues.
+	QueueName string
+	// Rho is the job's finish-time fairness (Shockwave): its JCT over its
+	// time alone at its requested size times the cluster's contention
+	// over its life, max(1, mean jobs present ÷ GPUs).
+	Rho float64
+}
+
+// Point is the number of GPUs allocated from time T (seconds) on.
+type Point struct {
+	T    float64
+	GPUs int
+}
+
+// Result is the outcome of one run.
+type Result struct {
+	Policy, Workload string
+	Jobs             []JobResult
+	Timeline         []Point
+	GPUs             int
+	Makespan         float64
+	// UsefulGPUSeconds is Σ work × one-GPU step time: GPU-seconds weighted
+	// by each job's scaling efficiency.
+	UsefulGPUSeconds float64
+	LowerBound       float64
+	WallSeconds      float64
+	// Adaptive is the number of jobs that adapted their batch size.
+	Adaptive int
+	// EstimateErrors, with estimated information, holds per number of
+	// reports (1, 3, 10) the relative errors of every job's estimated
+	// remaining time at one GPU once it had made that many reports.
+	EstimateErrors map[int][]float64
+	// Events, with Config.RecordEvents, is every submission, action and
+	// completion in the order it happened.
+	Events []Event
+	// Queues is, with queues, how each queue's jobs fared, by name; Quota
+	// what taking borrowed GPUs back cost.
+	Queues []QueueResult
+	Quota  scheduler.QuotaStats
+}
+
+// Event is one change in one job's life.
+type Event struct {
+	T    float64 // seconds from the trace start
+	Job  string
+	Kind EventKind
+	// GPUs is what the job holds from T on.
+	GPUs int
+	// Reason is the engine's, for actions.
+	Reason string
+}
+
+// EventKind is what happened: a submission, a completion, or one of the
+// engine's actions (the same names as api.ActionKind).
+type EventKind string
+
+// Event kinds.
+const (
+	EventSubmit   EventKind = "Submit"
+	EventStart    EventKind = EventKind(api.ActionStart)
+	EventScaleIn  EventKind = EventKind(api.ActionScaleIn)
+	EventScaleOut EventKind = EventKind(api.ActionScaleOut)
+	EventHalt     EventKind = EventKind(api.ActionHalt)
+	EventMigrate  EventKind = EventKind(api.ActionMigrate)
+	EventFinish   EventKind = "Finish"
+	// EventBatch is a restart for a batch size change alone (a job that
+	// adapts its batch size; see adaptive.go).
+	EventBatch EventKind = "Batch"
+)
+
+// EstimateCheckpoints are the numbers of reports after which the
+// estimator's accuracy is recorded.
+var EstimateCheckpoints = []int{1, 3, 10}
 
 func (r *run) result() Result {
 	res := Result{Policy: r.engine.Policy(), Workload: r.w.Name, GPUs: r.cfg.Nodes * r.cfg.GPUsPerNode, Timeline: r.tl, EstimateErrors: r.estErr,

@@ -41,6 +41,7 @@ scheduler:
   gpuTypes: [nvidia-tesla-v100, nvidia-gtx-1080ti]
   accelerators: {amd-mi300x: amd.com/gpu, cpu-pool: cpu}
   statusSync: 10s
+  statusSyncWrites: 25
   typeChoicePeriod: 1m
   typeChoiceDwell: 20m
   gangTimeout: 2m
@@ -164,7 +165,7 @@ func TestChartRendersWhatItPromises(t *testing.T) {
 		"--gang-scheduler=volcano", "--gang-scheduler-name=volcano-gpu", "--gang-queue=research",
 		"--accelerator=amd-mi300x=amd.com/gpu", "--accelerator=cpu-pool=cpu",
 		"--policy-param=tiresias.thresholds=16h", "--policy-param=tiresias.promote-knob=0",
-		"--type-choice-period=1m", "--type-choice-dwell=20m"} {
+		"--type-choice-period=1m", "--type-choice-dwell=20m", "--status-sync=10s", "--status-sync-writes=25"} {
 		if !contains(full.Args, want) {
 			t.Errorf("every option: %s missing from %v", want, full.Args)
 		}

@@ -154,23 +154,6 @@ func segments(m AdaptiveModel, shape []int, batch int, done float64) []sim.Segme
 	}
 }
 
-// secondsFor returns the working seconds from work done to total at the
-// speeds segs give.
-func secondsFor(segs []sim.Segment, done, total float64) float64 {
-	secs := 0.0
-	for i, g := range segs {
-		end := min(g.End, total)
-		if i == len(segs)-1 {
-			end = total
-		}
-		if end > done {
-			secs += (end - done) / g.Rate
-			done = end
-		}
-	}
-	return secs
-}
-
 // tellAdaptive gives the policies every adaptive job's view as of t.
 func (r *run) tellAdaptive(t time.Time) error {
 	for _, id := range slices.Sorted(maps.Keys(r.live)) {
@@ -207,7 +190,7 @@ func (r *run) retune(t time.Time) error {
 			continue
 		}
 		keep := r.cluster.SecondsLeft(id, t)
-		redo := secondsFor(segments(a.model, shape, b, done), done, ji.steps)
+		redo := sim.PlanSeconds(segments(a.model, shape, b, done), done, ji.steps)
 		if keep-redo <= 2*delay {
 			continue
 		}

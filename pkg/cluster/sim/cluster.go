@@ -148,21 +148,26 @@ func (s *state) doneAt(t time.Time) float64 {
 // secondsLeft returns the working seconds from the work done to Steps at
 // the current speed.
 func (s *state) secondsLeft() float64 {
-	left := max(s.Steps-s.done, 0)
 	if s.segs == nil {
-		return left * s.stepSec
+		return max(s.Steps-s.done, 0) * s.stepSec
 	}
-	secs, done := 0.0, s.done
-	for i, g := range s.segs {
-		end := g.End
-		if i == len(s.segs)-1 || end > s.Steps {
-			end = s.Steps
+	return PlanSeconds(s.segs, s.done, s.Steps)
+}
+
+// PlanSeconds returns the working seconds from work done to total at the
+// speeds segs give (past the last segment, at its rate).
+func PlanSeconds(segs []Segment, done, total float64) float64 {
+	secs := 0.0
+	for i, g := range segs {
+		end := min(g.End, total)
+		if i == len(segs)-1 {
+			end = total
 		}
 		if end > done {
 			secs += (end - done) / g.Rate
 			done = end
 		}
-		if done >= s.Steps {
+		if done >= total {
 			break
 		}
 	}

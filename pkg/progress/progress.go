@@ -26,6 +26,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,10 +109,27 @@ type Report struct {
 	// (informational).
 	LocalBatch  int64 `json:"localBatch,omitempty"`
 	GlobalBatch int64 `json:"globalBatch,omitempty"`
+	// GradSqr and GradVar are the epoch's gradient statistics, which a
+	// job that lets Voda choose its batch size reports (both or neither):
+	// GradSqr estimates |G|², the squared norm of the true gradient, and
+	// GradVar tr(Σ), the summed variance of one sample's gradient, so that
+	// a batch of M samples has a gradient of expected squared norm GradSqr
+	// + GradVar/M. GradVar/GradSqr is the gradient noise scale, in samples.
+	// examples/progress/voda_progress.py computes both.
+	GradSqr *float64 `json:"gradSqr,omitempty"`
+	GradVar *float64 `json:"gradVar,omitempty"`
+	// EquivalentEpochs is, for a job that lets Voda choose its batch size,
+	// the epochs at its initial batch size its training is worth so far
+	// (each epoch counted by its statistical efficiency).
+	EquivalentEpochs *float64 `json:"equivalentEpochs,omitempty"`
 	// Timestamp is when the epoch ended (informational; the server's clock
 	// counts).
 	Timestamp *time.Time `json:"timestamp,omitempty"`
 }
+
+// maxNoiseScale bounds a noise scale (samples) so that it fits a Quantity
+// in thousandths: a gradient that small is all noise at any batch size.
+const maxNoiseScale = 1e12
 
 // Seconds is the epoch's time, from EpochSeconds or StepSeconds × Steps.
 func (r Report) Seconds() float64 {
@@ -138,6 +156,21 @@ func (r Report) Validate() error {
 	if r.Steps < 0 {
 		errs = append(errs, fmt.Errorf("steps is %d: want steps per epoch", r.Steps))
 	}
+	if r.LocalBatch < 0 || r.GlobalBatch < 0 || r.GlobalBatch > math.MaxInt32 {
+		errs = append(errs, fmt.Errorf("localBatch %d, globalBatch %d: want batch sizes in samples, 0 or more (globalBatch at most %d)", r.LocalBatch, r.GlobalBatch, math.MaxInt32))
+	}
+	switch sq, vr := r.GradSqr, r.GradVar; {
+	case (sq == nil) != (vr == nil):
+		errs = append(errs, errors.New("gradSqr and gradVar go together: give both or neither"))
+	case sq == nil:
+	case math.IsNaN(*sq) || math.IsInf(*sq, 0) || *sq <= 0:
+		errs = append(errs, fmt.Errorf("gradSqr is %v: want the squared gradient norm's estimate, above 0 (when the estimate comes out 0 or below, leave both statistics out of this report)", *sq))
+	case math.IsNaN(*vr) || math.IsInf(*vr, 0) || *vr < 0:
+		errs = append(errs, fmt.Errorf("gradVar is %v: want the per-sample gradient variance's estimate, 0 or more (a negative estimate means too few steps: leave both statistics out of this report)", *vr))
+	}
+	if e := r.EquivalentEpochs; e != nil && (math.IsNaN(*e) || *e < 0 || *e > 1_000_000) {
+		errs = append(errs, fmt.Errorf("equivalentEpochs is %v: want the epochs at the initial batch size done so far, 0 or more", *e))
+	}
 	if s := r.Seconds(); len(errs) == 0 && !(s > 0 && s <= 1e7) {
 		errs = append(errs, errors.New("no epoch time: give epochSeconds, or stepSeconds and steps"))
 	}
@@ -154,11 +187,24 @@ func Add(p *v1alpha1.TrainingProgress, r Report, gpuType string, now time.Time) 
 	p.LastReportTime = &t
 	ms := int64(math.Round(r.Seconds() * 1000))
 	ms = max(ms, 1)
-	i := slices.IndexFunc(p.EpochTimes, func(e v1alpha1.EpochTime) bool { return e.Workers == r.Workers && e.GPUType == gpuType })
+	if r.GradSqr != nil && r.GradVar != nil {
+		b := min(*r.GradVar / *r.GradSqr, maxNoiseScale)
+		if old := p.NoiseScale; old != nil {
+			b = (b + old.AsApproximateFloat64()) / 2
+		}
+		p.NoiseScale = resource.NewMilliQuantity(int64(math.Round(b*1000)), resource.DecimalSI)
+	}
+	if e := r.EquivalentEpochs; e != nil {
+		p.EquivalentEpochs = resource.NewMilliQuantity(int64(math.Round(*e*1000)), resource.DecimalSI)
+	}
+	batch := int32(r.GlobalBatch)
+	i := slices.IndexFunc(p.EpochTimes, func(e v1alpha1.EpochTime) bool {
+		return e.Workers == r.Workers && e.GPUType == gpuType && e.Batch == batch
+	})
 	if i < 0 {
-		p.EpochTimes = append(p.EpochTimes, v1alpha1.EpochTime{Workers: r.Workers, Millis: ms, Epochs: 1, GPUType: gpuType})
+		p.EpochTimes = append(p.EpochTimes, v1alpha1.EpochTime{Workers: r.Workers, Millis: ms, Epochs: 1, GPUType: gpuType, Batch: batch})
 		slices.SortFunc(p.EpochTimes, func(a, b v1alpha1.EpochTime) int {
-			return cmp.Or(strings.Compare(a.GPUType, b.GPUType), int(a.Workers-b.Workers))
+			return cmp.Or(strings.Compare(a.GPUType, b.GPUType), int(a.Workers-b.Workers), int(a.Batch-b.Batch))
 		})
 		return
 	}

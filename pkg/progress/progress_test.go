@@ -1,6 +1,7 @@
 package progress_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,15 @@ func TestReportValidation(t *testing.T) {
 		"negative time":   {progress.Report{Epoch: 1, Workers: 2, EpochSeconds: -1}, "epochSeconds is -1"},
 		"negative steps":  {progress.Report{Epoch: 1, Workers: 2, StepSeconds: 1, Steps: -5}, "steps is -5"},
 		"absurd duration": {progress.Report{Epoch: 1, Workers: 2, EpochSeconds: 1e9}, "epochSeconds is 1e+09"},
+		"variance alone":  {progress.Report{Epoch: 1, Workers: 2, EpochSeconds: 3, GradVar: ptr(1.0)}, "give both or neither"},
+		"negative variance": {progress.Report{Epoch: 1, Workers: 2, EpochSeconds: 3, GradSqr: ptr(1.0), GradVar: ptr(-0.5)},
+			"gradVar is -0.5"},
+		"NaN gradient":  {progress.Report{Epoch: 1, Workers: 2, EpochSeconds: 3, GradSqr: ptr(math.NaN()), GradVar: ptr(1.0)}, "gradSqr is NaN"},
+		"zero gradient": {progress.Report{Epoch: 1, Workers: 2, EpochSeconds: 3, GradSqr: ptr(0.0), GradVar: ptr(1.0)}, "gradSqr is 0"},
+		"infinite variance": {progress.Report{Epoch: 1, Workers: 2, EpochSeconds: 3, GradSqr: ptr(1.0), GradVar: ptr(math.Inf(1))},
+			"gradVar is +Inf"},
+		"negative progress": {progress.Report{Epoch: 1, Workers: 2, EpochSeconds: 3, EquivalentEpochs: ptr(-1.0)}, "equivalentEpochs is -1"},
+		"negative batch":    {progress.Report{Epoch: 1, Workers: 2, EpochSeconds: 3, GlobalBatch: -8}, "globalBatch -8"},
 	}
 	for name, c := range cases {
 		if err := c.r.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -94,7 +104,7 @@ func TestParseOriginalCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := progress.Summarise(reports, time.Unix(0, 0))
-	want := []v1alpha1.EpochTime{{Workers: 1, Millis: 60200, Epochs: 1}, {Workers: 2, Millis: 30800, Epochs: 2}}
+	want := []v1alpha1.EpochTime{{Workers: 1, Millis: 60200, Epochs: 1, Batch: 128}, {Workers: 2, Millis: 30800, Epochs: 2, Batch: 256}}
 	if diff := cmp.Diff(want, p.EpochTimes); diff != "" || p.Epoch != 3 || p.Reports != 3 {
 		t.Errorf("progress %+v (-want +got):\n%s", p, diff)
 	}
@@ -122,5 +132,33 @@ func TestParseCSVRefusesBadFiles(t *testing.T) {
 		if _, err := progress.ParseCSV(strings.NewReader(c.file)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
 		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Gradient statistics set the noise scale, each report weighing as much as
+// all earlier ones; epochs at different batch sizes are kept apart.
+func TestAddGradientStatistics(t *testing.T) {
+	var p v1alpha1.TrainingProgress
+	now := time.Unix(100, 0)
+	progress.Add(&p, progress.Report{Epoch: 1, Workers: 2, EpochSeconds: 10, GlobalBatch: 64, GradSqr: ptr(2.0), GradVar: ptr(400.0)}, "", now)
+	if p.NoiseScale == nil || p.NoiseScale.AsApproximateFloat64() != 200 {
+		t.Fatalf("noise scale %v after one report, want 200", p.NoiseScale)
+	}
+	progress.Add(&p, progress.Report{Epoch: 2, Workers: 2, EpochSeconds: 8, GlobalBatch: 128, GradSqr: ptr(1.0), GradVar: ptr(600.0), EquivalentEpochs: ptr(1.75)}, "", now)
+	if got := p.NoiseScale.AsApproximateFloat64(); got != 400 {
+		t.Errorf("noise scale %v after a second report of 600, want 400", got)
+	}
+	if got := p.EquivalentEpochs.AsApproximateFloat64(); got != 1.75 {
+		t.Errorf("equivalent epochs %v, want 1.75", got)
+	}
+	progress.Add(&p, progress.Report{Epoch: 3, Workers: 2, EpochSeconds: 12, GlobalBatch: 64}, "", now)
+	want := []v1alpha1.EpochTime{{Workers: 2, Millis: 11000, Epochs: 2, Batch: 64}, {Workers: 2, Millis: 8000, Epochs: 1, Batch: 128}}
+	if diff := cmp.Diff(want, p.EpochTimes); diff != "" {
+		t.Errorf("epoch times (-want +got):\n%s", diff)
+	}
+	if got := p.NoiseScale.AsApproximateFloat64(); got != 400 {
+		t.Errorf("a report without statistics changed the noise scale to %v", got)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vodascheduler/voda/pkg/apis/rest"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/progress"
 	"github.com/vodascheduler/voda/pkg/server"
 )
 
@@ -53,6 +55,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"Error": rest.Error{}, "JobList": rest.JobList{}, "Event": rest.Event{}, "EventList": rest.EventList{},
 		"Scheduler": rest.Scheduler{}, "SchedulerList": rest.SchedulerList{}, "SchedulerUpdate": rest.SchedulerUpdate{},
 		"Version": rest.Version{}, "Deleted": rest.Deleted{}, "Queue": rest.Queue{}, "QueueList": rest.QueueList{},
+		"ProgressReport": progress.Report{}, "TrainingProgress": v1alpha1.TrainingProgress{},
 	} {
 		var fields []string
 		ty := reflect.TypeOf(v)

@@ -130,6 +130,9 @@ type Controller struct {
 	// workersSeen is what each running job's reconciler last saw of its
 	// workers, for the status; guarded by estMu too.
 	workersSeen map[api.JobID]seen
+	// batches holds what the controller keeps of each job that lets it
+	// choose its batch size; guarded by estMu too.
+	batches map[api.JobID]*batchState
 	// installed holds the runtimes whose kind the API server serves, by
 	// kind; filled by Setup.
 	installed map[string]bool
@@ -208,6 +211,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		est:         estimator.New(),
 		learned:     map[api.JobID]int32{},
 		disrupted:   map[api.JobID]disruption{},
+		batches:     map[api.JobID]*batchState{},
 		workersSeen: map[api.JobID]seen{},
 		installed:   map[string]bool{},
 	}, nil

@@ -232,6 +232,7 @@ func (e *engine) persistAll(ctx context.Context, en *scheduler.Engine, refresh b
 func (e *engine) statusFor(j scheduler.Job) v1alpha1.TrainingJobStatus {
 	s := statusOf(j)
 	e.c.showWorkers(j.ID, j.Spec.K(), &s)
+	e.c.showBatch(j.ID, j.Workers, &s)
 	if s.Phase == v1alpha1.PhaseWaiting && e.eng.GPUs() == 0 {
 		s.Message = fmt.Sprintf("no schedulable nodes of GPU type %s: label GPU nodes with %s=%s",
 			e.gpuType, v1alpha1.AcceleratorLabel, e.gpuType)

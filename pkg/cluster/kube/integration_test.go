@@ -54,6 +54,7 @@ func TestIntegrationController(t *testing.T) {
 	t.Run("PyTorch", func(t *testing.T) { testPyTorch(t, k) })
 	t.Run("PyTorchLifecycle", func(t *testing.T) { testPyTorchLifecycle(t, k) })
 	t.Run("Torchrun", func(t *testing.T) { testTorchrun(t, k) })
+	t.Run("BatchSize", func(t *testing.T) { testBatchSize(t, k) })
 	t.Run("Queues", func(t *testing.T) { testQueues(t, k) })
 	t.Run("PyTorchGangTimeout", func(t *testing.T) { testPyTorchGangTimeout(t, k) })
 	t.Run("WorkerGPUsMismatch", func(t *testing.T) { testWorkerGPUsMismatch(t, k) })
@@ -122,6 +123,10 @@ func testInvalidJobs(t *testing.T, k *cluster) {
 		{"no GPU type", func(tj *v1alpha1.TrainingJob) { tj.Spec.GPUType = "" }, "spec.gpuType"},
 		{"no template", func(tj *v1alpha1.TrainingJob) { tj.Spec.Template.MPIJob = nil }, "set exactly one of template.mpiJob and template.pytorchJob"},
 		{"negative priority", func(tj *v1alpha1.TrainingJob) { tj.Spec.Priority = -1 }, "spec.priority"},
+		{"batch range upside down", func(tj *v1alpha1.TrainingJob) { tj.Spec.BatchSize = &v1alpha1.BatchSizeSpec{Initial: 256, Max: 128} },
+			"batchSize.max must be at least batchSize.initial"},
+		{"no initial batch", func(tj *v1alpha1.TrainingJob) { tj.Spec.BatchSize = &v1alpha1.BatchSizeSpec{Max: 128} },
+			"spec.batchSize.initial"},
 	}
 	for _, c := range cases {
 		tj := newJob("invalid", "bad", "v100", 1, 4)

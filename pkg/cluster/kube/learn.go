@@ -23,7 +23,8 @@ import (
 // progress reports are on, where and how to report.
 func (c *Controller) childEnv(tj *v1alpha1.TrainingJob) []corev1.EnvVar {
 	k, _ := c.workerUnits(tj)
-	return append([]corev1.EnvVar{{Name: progress.EnvGPUsPerWorker, Value: strconv.Itoa(k)}}, c.progressEnv(tj)...)
+	env := append([]corev1.EnvVar{{Name: progress.EnvGPUsPerWorker, Value: strconv.Itoa(k)}}, batchEnv(tj)...)
+	return append(env, c.progressEnv(tj)...)
 }
 
 func (c *Controller) progressEnv(tj *v1alpha1.TrainingJob) []corev1.EnvVar {
@@ -70,22 +71,53 @@ func (e *engine) learn(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 		return nil
 	}
 	c.learned[id] = p.Reports
-	obs := make([]estimator.Observation, 0, len(p.EpochTimes))
-	for _, et := range p.EpochTimes {
-		// Only this type's epochs: a job of several types runs at
-		// another speed on each.
-		if et.GPUType != "" && et.GPUType != string(e.gpuType) {
-			continue
+	r := batchRange(tj)
+	// Epochs at another batch than the initial one count at the initial
+	// one (estimator.Fit.BatchTime), by the shape fitted so far.
+	shape := c.est.Estimate(string(id), category(tj))
+	observe := func() {
+		obs := make([]estimator.Observation, 0, len(p.EpochTimes))
+		for _, et := range p.EpochTimes {
+			// Only this type's epochs: a job of several types runs at
+			// another speed on each.
+			if et.GPUType != "" && et.GPUType != string(e.gpuType) {
+				continue
+			}
+			secs := float64(et.Millis) / 1000
+			if r != nil && et.Batch > 0 {
+				secs /= shape.BatchTime(int(et.Workers), r.Initial, int(et.Batch))
+			}
+			obs = append(obs, estimator.Observation{Workers: int(et.Workers), Seconds: secs, Weight: float64(et.Epochs)})
 		}
-		obs = append(obs, estimator.Observation{Workers: int(et.Workers), Seconds: float64(et.Millis) / 1000, Weight: float64(et.Epochs)})
+		c.est.Replace(string(id), category(tj), obs)
 	}
-	c.est.Replace(string(id), category(tj), obs)
+	observe()
 	fit := c.est.Estimate(string(id), category(tj))
-	c.estMu.Unlock()
-	remaining := -1.0
-	if tj.Spec.Epochs > 0 {
+	if r != nil && fit.Shape != shape.Shape {
+		shape = fit
+		observe()
+		fit = c.est.Estimate(string(id), category(tj))
+	}
+	speedup, remaining := fit.Speedup, -1.0
+	if b := c.adapt(tj, fit); b != nil {
+		speedup = b.best.Speedup
+		if tj.Spec.Epochs > 0 {
+			done := float64(p.Epoch)
+			if p.EquivalentEpochs != nil {
+				done = p.EquivalentEpochs.AsApproximateFloat64()
+			}
+			remaining = b.best.Remaining(max(float64(tj.Spec.Epochs)-done, 0))
+		}
+		restart := restartSeconds(tj)
+		if restart <= 0 {
+			restart = defaultRestart.Seconds()
+		}
+		// convergeRunning, next in this reconcile, restarts the job.
+		b.retune = b.retuneWorth(int(tj.Status.Workers), remaining, restart)
+	} else if tj.Spec.Epochs > 0 {
 		remaining = fit.Remaining(float64(max(tj.Spec.Epochs-p.Epoch, 0)))
 	}
+	c.estMu.Unlock()
 	if m := c.opts.Metrics; m != nil && fit.Known() && tj.Status.Workers > 0 {
 		m.Throughput(e.gpuType, tj.Namespace, tj.Name, 3600/fit.Seconds(int(tj.Status.Workers)))
 	}
@@ -93,9 +125,14 @@ func (e *engine) learn(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 		if _, ok := en.Job(id); !ok {
 			return nil
 		}
-		return en.Step(scheduler.Progress{ID: id, Remaining: remaining, Speedup: fit.Speedup, Measured: fit.KnownAt})
+		return en.Step(scheduler.Progress{ID: id, Remaining: remaining, Speedup: speedup, Measured: fit.KnownAt})
 	})
 }
+
+// defaultRestart is what a restart is taken to cost a job whose runtime's
+// figure is unknown (restartSeconds): the simulator's default restart
+// delay, whose double is HeSRPT's default restart cost.
+const defaultRestart = 30 * time.Second
 
 // prior is what the estimator expects of a new job before it reports: its
 // category's history (remaining time at one GPU, when the spec gives
@@ -154,6 +191,7 @@ func (c *Controller) finished(ctx context.Context, id api.JobID, completed bool)
 	defer c.estMu.Unlock()
 	_, reported := c.learned[id]
 	delete(c.learned, id)
+	delete(c.batches, id)
 	if !completed || !reported {
 		c.est.Forget(string(id))
 		return false

@@ -353,7 +353,11 @@ func (c *Controller) admissible(tj *v1alpha1.TrainingJob, rt *workload) error {
 		return fmt.Errorf("the %s kind (%s) is not installed in this cluster: install its operator (docs/install.md) and restart Voda's controller, or use another runtime",
 			rt.kind, rt.gvk.GroupVersion())
 	}
-	if _, err := c.workerUnits(tj); err != nil {
+	k, err := c.workerUnits(tj)
+	if err != nil {
+		return err
+	}
+	if err := tj.Spec.BatchConflicts(k); err != nil {
 		return err
 	}
 	res := c.resourceOf(tj)
@@ -495,10 +499,16 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 		return 0, err
 	}
 	id := jobID(client.ObjectKeyFromObject(tj))
+	c.recoverBatch(tj, rt, child)
 	if child == nil {
 		u, err := rt.build(tj, n, c.opts.Gang, c.resourceOf(tj), c.childEnv(tj))
 		if err != nil {
 			return 0, err
+		}
+		if sizes := c.batchSizes(tj); sizes != "" {
+			if err := rt.annotate(u, sizes); err != nil {
+				return 0, err
+			}
 		}
 		if err := c.client.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
 			return 0, fmt.Errorf("create %s: %w", rt.kind, err)
@@ -518,8 +528,16 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 		}
 		return time.Second, nil
 	} else if why := c.rendezvousLost(tj, rt, pods.Items); why != "" && !st.suspended {
-		return time.Second, c.restartWhole(ctx, tj, rt, child, why)
-	} else if st.suspended || st.replicas != n {
+		return time.Second, c.restartWhole(ctx, tj, rt, child, why,
+			"worker 0 holds torchrun's rendezvous, so the job restarts from its checkpoint rather than lose it")
+	} else if why := c.retuneDue(tj, id, n, st); why != "" {
+		return time.Second, c.restartWhole(ctx, tj, rt, child, why,
+			"its workers read their batch size when they start, so the job restarts from its checkpoint")
+	} else if st.suspended {
+		if err := c.resumeChild(ctx, tj, rt, child, n); err != nil {
+			return 0, err
+		}
+	} else if st.replicas != n {
 		if err := c.patchChild(ctx, rt, child, false, n); err != nil {
 			return 0, err
 		}
@@ -679,6 +697,31 @@ func (c *Controller) ungate(ctx context.Context, p *corev1.Pod, host string) err
 	}
 	if err := c.client.Patch(ctx, p, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return fmt.Errorf("ungate %s onto %s: %w", p.Name, host, err)
+	}
+	return nil
+}
+
+// resumeChild resumes a suspended child on workers workers; a job that
+// lets Voda choose its batch size gets the batch sizes chosen now.
+func (c *Controller) resumeChild(ctx context.Context, tj *v1alpha1.TrainingJob, rt *workload, child *unstructured.Unstructured, workers int32) error {
+	p := rt.patch(false, workers)
+	if sizes := c.batchSizes(tj); sizes != "" {
+		specs := p["spec"].(map[string]any)
+		ours := specs[rt.replicas[1]].(map[string]any)
+		for role, v := range rt.templatesAnnotation(child, sizes) {
+			if m, ok := ours[role].(map[string]any); ok {
+				maps.Copy(m, v.(map[string]any))
+			} else {
+				ours[role] = v
+			}
+		}
+	}
+	patch, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if err := c.client.Patch(ctx, child, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("resume %s %s: %w", rt.kind, child.GetName(), err)
 	}
 	return nil
 }

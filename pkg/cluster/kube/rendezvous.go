@@ -59,9 +59,9 @@ func (c *Controller) rendezvousLost(tj *v1alpha1.TrainingJob, rt *workload, pods
 }
 
 // restartWhole stops every worker of a job by suspending its child and
-// says so; convergeRunning resumes it, on the status's placement, once the
+// says so (why, and because: why the whole job); convergeRunning resumes it, on the status's placement, once the
 // old pods are gone. The gang's clock starts again.
-func (c *Controller) restartWhole(ctx context.Context, tj *v1alpha1.TrainingJob, rt *workload, child *unstructured.Unstructured, why string) error {
+func (c *Controller) restartWhole(ctx context.Context, tj *v1alpha1.TrainingJob, rt *workload, child *unstructured.Unstructured, why, because string) error {
 	n := tj.Status.Workers
 	if err := c.patchChild(ctx, rt, child, true, n); err != nil {
 		return err
@@ -69,6 +69,6 @@ func (c *Controller) restartWhole(ctx context.Context, tj *v1alpha1.TrainingJob,
 	id := jobID(client.ObjectKeyFromObject(tj))
 	c.restarting(id, int(n))
 	c.event(id, corev1.EventTypeNormal, "Restarted", fmt.Sprintf(
-		"Restarting all %d workers: %s; worker 0 holds torchrun's rendezvous, so the job restarts from its checkpoint rather than lose it", n, why))
+		"Restarting all %d workers: %s; %s", n, why, because))
 	return c.showRunning(ctx, tj, id, seen{why: "restarting: " + why})
 }

@@ -60,6 +60,8 @@ func (p Phase) Final() bool { return api.Phase(p).Final() }
 // +kubebuilder:printcolumn:name="Workers",type=integer,JSONPath=`.status.workers`
 // +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.status.gpus`,description="GPUs held: workers × GPUs per worker"
 // +kubebuilder:printcolumn:name="GPU-Type",type=string,JSONPath=`.status.gpuType`,description="The GPU type the job is on (spec.gpuType, or the one Voda chose among spec.gpuTypes)"
+// +kubebuilder:printcolumn:name="Batch",type=integer,JSONPath=`.status.batch.global`,description="The global batch size in force, for jobs that let Voda choose it (spec.batchSize)"
+// +kubebuilder:printcolumn:name="Efficiency",type=integer,JSONPath=`.status.batch.efficiencyPercent`,priority=1,description="Statistical efficiency of the batch in force, percent of an epoch at the initial batch"
 // +kubebuilder:printcolumn:name="Waiting",type=string,JSONPath=`.status.waiting`,description="Time spent waiting for GPUs"
 // +kubebuilder:printcolumn:name="Running",type=string,JSONPath=`.status.running`,description="Time spent running"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -162,8 +164,42 @@ type TrainingJobSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="submitter is immutable"
 	Submitter string `json:"submitter,omitempty"`
+	// BatchSize lets Voda choose the job's global batch size within a
+	// range, by goodput (throughput times statistical efficiency, from the
+	// gradient statistics the job reports; docs/batch-size.md). Voda
+	// renders the batch for every worker count into the workers'
+	// environment (VODA_BATCH_SIZES). Unset, the batch size is the job's
+	// own business and Voda schedules it by throughput.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="batchSize is immutable"
+	BatchSize *BatchSizeSpec `json:"batchSize,omitempty"`
 	// Template is the training runtime Voda creates for the job.
 	Template TrainingJobTemplate `json:"template"`
+}
+
+// BatchSizeSpec is the range of global batch sizes a job lets Voda choose
+// from.
+//
+// +kubebuilder:validation:XValidation:rule="self.max >= self.initial",message="batchSize.max must be at least batchSize.initial"
+type BatchSizeSpec struct {
+	// Initial is the global batch size the job starts at and its work is
+	// counted at: spec.epochs are epochs at this batch size, and a job at
+	// a larger one reports the epochs at it its progress is worth.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000000
+	Initial int32 `json:"initial"`
+	// Max is the largest global batch size Voda may choose. It must give
+	// every GPU at least one sample at maxWorkers.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000000
+	Max int32 `json:"max"`
+	// PerGPUMax is the most samples one GPU holds in a step; a larger
+	// per-GPU batch runs as gradient accumulation, in up to 8 micro-steps.
+	// Unset or 0: no limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000000
+	PerGPUMax int32 `json:"perGPUMax,omitempty"`
 }
 
 // TrainingJobTemplate describes the child workload. Exactly one runtime is
@@ -369,6 +405,33 @@ type TrainingJobStatus struct {
 	// (POST /api/v1/jobs/{name}/progress); the estimator learns from it.
 	// +optional
 	Progress *TrainingProgress `json:"progress,omitempty"`
+	// Batch is the batch size in force, for a job with spec.batchSize.
+	// +optional
+	Batch *BatchStatus `json:"batch,omitempty"`
+}
+
+// BatchStatus is the batch size of a job that lets Voda choose it.
+type BatchStatus struct {
+	// Global is the batch size in force: Local × GPUs × Accumulation
+	// samples per step (0 while the job holds no GPUs).
+	Global int32 `json:"global"`
+	// Local is the samples per GPU and micro-step.
+	Local int32 `json:"local"`
+	// Accumulation is the micro-steps per step.
+	Accumulation int32 `json:"accumulation"`
+	// EfficiencyPercent is the statistical efficiency at Global: the
+	// progress an epoch at it makes, in percent of an epoch at
+	// spec.batchSize.initial, as the job's gradient noise scale says.
+	EfficiencyPercent int32 `json:"efficiencyPercent"`
+	// Sizes is what the workers were given (VODA_BATCH_SIZES): the batch
+	// at every worker count, "workers:global:local:accumulation" separated
+	// by spaces. It is chosen at each start and whole restart and holds
+	// through resizes, so that every worker agrees.
+	// +optional
+	Sizes string `json:"sizes,omitempty"`
+	// Retunes counts the whole restarts for a batch change alone.
+	// +optional
+	Retunes int32 `json:"retunes,omitempty"`
 }
 
 // TrainingProgress sums up a job's progress reports.
@@ -386,6 +449,16 @@ type TrainingProgress struct {
 	// +optional
 	// +listType=atomic
 	EpochTimes []EpochTime `json:"epochTimes,omitempty"`
+	// NoiseScale is the job's gradient noise scale in samples, from the
+	// gradient statistics its reports carry (gradVar / gradSqr), each
+	// report weighing as much as all earlier ones together.
+	// +optional
+	NoiseScale *resource.Quantity `json:"noiseScale,omitempty"`
+	// EquivalentEpochs is, for a job that lets Voda choose its batch
+	// size, the epochs at spec.batchSize.initial its training is worth,
+	// as last reported.
+	// +optional
+	EquivalentEpochs *resource.Quantity `json:"equivalentEpochs,omitempty"`
 }
 
 // EpochTime is the mean time of an epoch at a worker count.
@@ -402,6 +475,10 @@ type EpochTime struct {
 	// empty when not known (the original's metrics files).
 	// +optional
 	GPUType string `json:"gpuType,omitempty"`
+	// Batch is the global batch size the epochs ran at, when reported; a
+	// job that lets Voda choose its batch has one entry per batch too.
+	// +optional
+	Batch int32 `json:"batch,omitempty"`
 }
 
 // AcceptedGPUTypes are the types the job may run on, in order of

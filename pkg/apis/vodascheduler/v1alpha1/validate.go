@@ -74,7 +74,9 @@ func (tj *TrainingJob) Validate() error {
 	if len(s.Category) > 253 {
 		errs = append(errs, fmt.Errorf("spec.category is %d characters long, at most 253 allowed", len(s.Category)))
 	}
-	if _, err := s.WorkerGPUs(); err != nil {
+	if k, err := s.WorkerGPUs(); err != nil {
+		errs = append(errs, err)
+	} else if err := s.BatchConflicts(k); err != nil {
 		errs = append(errs, err)
 	}
 	if err := s.TemplateConflicts(GPUResource); err != nil {
@@ -274,4 +276,45 @@ func rendezvousConfProblems(conf map[string]string) []error {
 		}
 	}
 	return errs
+}
+
+// MaxAccumulation is the most micro-steps Voda splits a step's per-GPU
+// batch into when it exceeds spec.batchSize.perGPUMax.
+const MaxAccumulation = 8
+
+// BatchConflicts reports what makes a job's batch range impossible on its
+// workers of k GPUs each, naming the field: a maximum below the initial
+// size, a maximum that cannot give every GPU one sample at maxWorkers, or
+// an initial size that minWorkers' GPUs cannot hold in MaxAccumulation
+// micro-steps of perGPUMax samples. Nil without spec.batchSize.
+func (s *TrainingJobSpec) BatchConflicts(k int) error {
+	b := s.BatchSize
+	if b == nil {
+		return nil
+	}
+	var errs []error
+	if b.Initial < 1 {
+		errs = append(errs, fmt.Errorf("spec.batchSize.initial is %d: want the global batch size the job starts at, 1 or more", b.Initial))
+	}
+	if b.PerGPUMax < 0 {
+		errs = append(errs, fmt.Errorf("spec.batchSize.perGPUMax is %d: want the most samples one GPU holds, or 0 for no limit", b.PerGPUMax))
+	}
+	if b.Max < b.Initial {
+		errs = append(errs, fmt.Errorf("spec.batchSize.max %d is below spec.batchSize.initial %d: the range is initial to max", b.Max, b.Initial))
+	}
+	if len(errs) > 0 || k < 1 {
+		return errors.Join(errs...)
+	}
+	if most := int64(s.MaxWorkers) * int64(k); int64(b.Max) < most {
+		errs = append(errs, fmt.Errorf("spec.batchSize.max %d cannot give each of the %d GPUs of maxWorkers %d one sample: raise it to at least %d or lower maxWorkers",
+			b.Max, most, s.MaxWorkers, most))
+	}
+	if b.PerGPUMax > 0 {
+		gpus := int64(max(s.MinWorkers, 1)) * int64(k)
+		if hold := gpus * int64(b.PerGPUMax) * MaxAccumulation; int64(b.Initial) > hold {
+			errs = append(errs, fmt.Errorf("spec.batchSize.initial %d does not fit the %d GPUs of minWorkers %d: at perGPUMax %d in up to %d accumulation steps they hold %d; raise minWorkers or perGPUMax, or lower initial",
+				b.Initial, gpus, s.MinWorkers, b.PerGPUMax, MaxAccumulation, hold))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -1,0 +1,198 @@
+package estimator
+
+import (
+	"math"
+)
+
+// # Jobs that let Voda choose their batch size
+//
+// A job's goodput at n workers and global batch M is its statistical
+// efficiency at M over its time per epoch there:
+//
+//	goodput(n, M) = E(M) / T(n, M)   (epochs at the initial batch M0 per second)
+//
+// E(M) = (B + M0)/(B + M) is the progress an epoch at M makes, in epochs
+// at M0, for a gradient noise scale of B samples (McCandlish et al., "An
+// Empirical Model of Large-Batch Training", 2018: a step at M makes
+// (B/M0 + 1)/(B/M + 1) times the progress of a step at M0, and an epoch at
+// M takes M0/M as many steps). B = tr(Σ)/|G|², the per-sample gradient
+// variance over the squared gradient, is what the job's reports measure
+// (Noise); without a report, B is taken to be 0 (E(M) = M0/M), so a job
+// stays at M0 until it has measured its noise.
+//
+// T(n, M) scales the estimator's time per epoch at n workers, measured at
+// M0, by what a larger batch saves: of the shape's f(n) = s + (1−s)/n +
+// c·(n−1), the part (1−s)/n is work per sample and does not change with
+// the batch; s and c·(n−1) are paid once per step (the optimiser's step,
+// the gradients' all-reduce) and an epoch at M takes M0/M as many steps:
+//
+//	T(n, M) = T(n, M0) · ((1−s)/n + (s + c·(n−1))·M0/M) / f(n)
+//
+// A per-GPU batch above the job's PerGPUMax runs as gradient accumulation:
+// as many micro-steps as needed, MaxAccumulation at most, each of the same
+// per-sample cost; the all-reduce and the step stay once per batch.
+
+// MaxAccumulation (v1alpha1.MaxAccumulation, which the specs are checked
+// against) is the most micro-steps Voda splits one step's per-GPU
+// batch into, when it does not fit in PerGPUMax.
+const MaxAccumulation = 8
+
+// BatchRange is what a job lets Voda choose from: global batch sizes from
+// Initial (M0, the batch its work is counted at) to Max, with at most
+// PerGPUMax samples per GPU and micro-step (0: no limit).
+type BatchRange struct {
+	Initial, Max, PerGPUMax int
+}
+
+// Batch is a batch size for one allocation: Global = Local × GPUs ×
+// Accumulation samples per step.
+type Batch struct {
+	Global, Local, Accumulation int
+	// Efficiency is E(Global): the epochs at the initial batch an epoch
+	// makes (1 at the initial batch, less above it).
+	Efficiency float64
+}
+
+// Efficiency is E(M) = (B + M0)/(B + M) for a noise scale of noise samples
+// (negative: unknown, taken as 0).
+func Efficiency(noise float64, initial, batch int) float64 {
+	if batch <= 0 || initial <= 0 {
+		return 0
+	}
+	b := max(noise, 0)
+	return (b + float64(initial)) / (b + float64(batch))
+}
+
+// batchSteps is how finely Best searches: this many candidate batches per
+// doubling, from the initial batch.
+const batchSteps = 8
+
+// split turns a target global batch on gpus GPUs into the batch the job
+// runs: the fewest micro-steps that keep the per-GPU batch within
+// perGPUMax, and the per-GPU batch nearest the target that keeps the
+// global batch within hi. It returns false when even MaxAccumulation
+// micro-steps do not hold it, or one sample per GPU exceeds hi.
+func split(target, gpus, perGPUMax, hi int) (Batch, bool) {
+	acc := 1
+	if perGPUMax > 0 {
+		acc = max((target+gpus*perGPUMax-1)/(gpus*perGPUMax), 1)
+		if acc > MaxAccumulation {
+			return Batch{}, false
+		}
+	}
+	local := max(int(math.Round(float64(target)/float64(gpus*acc))), 1)
+	if perGPUMax > 0 {
+		local = min(local, perGPUMax)
+	}
+	if local*gpus*acc > hi {
+		local = hi / (gpus * acc)
+	}
+	if local < 1 {
+		return Batch{}, false
+	}
+	return Batch{Global: local * gpus * acc, Local: local, Accumulation: acc}, true
+}
+
+// BatchTime is T(n, M)/T(n, M0): how much of an epoch's time at n workers
+// a batch of batch samples leaves, against the initial batch, for the
+// fit's shape.
+func (f Fit) BatchTime(n, initial, batch int) float64 {
+	if n < 1 || initial <= 0 || batch <= 0 {
+		return 1
+	}
+	s, c := f.Shape.Serial, f.Shape.Comm
+	perStep := s + c*float64(n-1)
+	perSample := (1 - s) / float64(n)
+	return (perSample + perStep*float64(initial)/float64(batch)) / (perSample + perStep)
+}
+
+// Best returns the batch with the most goodput at n workers of gpus GPUs
+// each, for a noise scale of noise samples (negative: unknown), and that
+// goodput relative to the fit's at n workers and the initial batch
+// (Speedup(n) times it is the speedup at n by goodput). ok is false when
+// no batch of the range can be split over the workers' GPUs.
+func (f Fit) Best(r BatchRange, n, gpus int, noise float64) (b Batch, rel float64, ok bool) {
+	total := n * gpus
+	if total < 1 || r.Initial < 1 {
+		return Batch{}, 0, false
+	}
+	hi := max(r.Max, r.Initial)
+	try := func(target int) {
+		c, fits := split(target, total, r.PerGPUMax, hi)
+		if !fits {
+			return
+		}
+		c.Efficiency = Efficiency(noise, r.Initial, c.Global)
+		g := c.Efficiency / f.BatchTime(n, r.Initial, c.Global)
+		if !ok || g > rel || (g == rel && c.Global < b.Global) {
+			b, rel, ok = c, g, true
+		}
+	}
+	try(r.Initial)
+	for i := 1; ; i++ {
+		t := int(math.Round(float64(r.Initial) * math.Exp2(float64(i)/batchSteps)))
+		if t > hi {
+			break
+		}
+		try(t)
+	}
+	try(hi)
+	return b, rel, ok
+}
+
+// Adaptive is what the policies see of a job that lets Voda choose its
+// batch size: at every worker count, the best batch there and the goodput
+// it gives.
+type Adaptive struct {
+	fit     Fit
+	batches []Batch   // by workers; Global 0 where none splits
+	rel     []float64 // goodput relative to the fit's at the initial batch
+	one     float64   // goodput at the smallest count that runs, relative to the fit at one worker
+}
+
+// Adapt computes a job's best batch at every count from 1 to maxWorkers
+// workers of gpus GPUs each, for a noise scale of noise samples
+// (negative: unknown).
+func (f Fit) Adapt(r BatchRange, gpus, maxWorkers int, noise float64) Adaptive {
+	a := Adaptive{fit: f, batches: make([]Batch, maxWorkers+1), rel: make([]float64, maxWorkers+1)}
+	for n := 1; n <= maxWorkers; n++ {
+		b, rel, ok := f.Best(r, n, gpus, noise)
+		if !ok {
+			continue
+		}
+		a.batches[n], a.rel[n] = b, rel
+		if a.one == 0 {
+			a.one = rel * f.Speedup(n) / f.Speedup(1)
+		}
+	}
+	return a
+}
+
+// Batch is the best batch at n workers; Global is 0 where none splits.
+func (a Adaptive) Batch(n int) Batch {
+	if n < 1 || n >= len(a.batches) {
+		return Batch{}
+	}
+	return a.batches[n]
+}
+
+// Speedup is the goodput at n workers over the goodput at one (at its
+// best batch there); 0 where no batch of the range splits.
+func (a Adaptive) Speedup(n int) float64 {
+	if n < 1 || n >= len(a.rel) || !(a.one > 0) {
+		return 0
+	}
+	return a.fit.Speedup(n) * a.rel[n] / a.one
+}
+
+// Remaining is the time at one worker (at its best batch) of units epochs
+// at the initial batch; negative when unknown.
+func (a Adaptive) Remaining(units float64) float64 {
+	if !a.fit.Known() || !(a.one > 0) {
+		return -1
+	}
+	return units * a.fit.OneWorker / a.one
+}
+
+// Fit is the fit the goodputs were computed from.
+func (a Adaptive) Fit() Fit { return a.fit }

@@ -146,11 +146,22 @@ func describeJob(w io.Writer, tj *v1alpha1.TrainingJob, events []rest.Event, at 
 		}
 		var times []string
 		for _, et := range p.EpochTimes {
-			times = append(times, fmt.Sprintf("%s at %d workers", (time.Duration(et.Millis)*time.Millisecond).Round(100*time.Millisecond), et.Workers))
+			at := fmt.Sprintf("%s at %d workers", (time.Duration(et.Millis)*time.Millisecond).Round(100*time.Millisecond), et.Workers)
+			if s.BatchSize != nil && et.Batch > 0 {
+				at += fmt.Sprintf(" (batch %d)", et.Batch)
+			}
+			times = append(times, at)
 		}
-		line("Progress", fmt.Sprintf("epoch %d%s, %d reports; epoch time %s", p.Epoch, of, p.Reports, strings.Join(times, ", ")))
+		worth := ""
+		if e := p.EquivalentEpochs; e != nil && s.BatchSize != nil {
+			worth = fmt.Sprintf(" (worth %.1f at the initial batch)", e.AsApproximateFloat64())
+		}
+		line("Progress", fmt.Sprintf("epoch %d%s%s, %d reports; epoch time %s", p.Epoch, of, worth, p.Reports, strings.Join(times, ", ")))
 	} else if !phase.Final() {
 		line("Progress", "no reports yet")
+	}
+	if b := s.BatchSize; b != nil {
+		describeBatch(line, b, st)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -206,4 +217,32 @@ func ago(t, at time.Time) string {
 		return d.Round(time.Minute).String()
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// describeBatch writes the lines of a job that lets Voda choose its batch
+// size: the range, the batch in force and its efficiency, the noise scale
+// it rests on.
+func describeBatch(line func(k, v string), b *v1alpha1.BatchSizeSpec, st v1alpha1.TrainingJobStatus) {
+	rng := fmt.Sprintf("%d to %d, chosen by Voda", b.Initial, b.Max)
+	if b.PerGPUMax > 0 {
+		rng += fmt.Sprintf("; at most %d per GPU and micro-step", b.PerGPUMax)
+	}
+	line("Batch range", rng)
+	in := "-"
+	if bs := st.Batch; bs != nil && bs.Global > 0 {
+		in = fmt.Sprintf("%d (%d per GPU", bs.Global, bs.Local)
+		if bs.Accumulation > 1 {
+			in += fmt.Sprintf(" × %d accumulation steps", bs.Accumulation)
+		}
+		in += fmt.Sprintf("), %d%% efficient", bs.EfficiencyPercent)
+		if bs.Retunes > 0 {
+			in += fmt.Sprintf("; restarted %d× for a batch change", bs.Retunes)
+		}
+	}
+	line("Batch size", in)
+	noise := "unknown (no gradient statistics reported yet): the initial batch"
+	if p := st.Progress; p != nil && p.NoiseScale != nil {
+		noise = fmt.Sprintf("%.0f samples", p.NoiseScale.AsApproximateFloat64())
+	}
+	line("Noise scale", noise)
 }

@@ -301,9 +301,19 @@ func jobRow(tj *v1alpha1.TrainingJob, wide bool, at time.Time) string {
 		w.Round(time.Second).String(), r.Round(time.Second).String(), (w + r).Round(time.Second).String()}
 	if wide {
 		cols = append(cols, fmt.Sprintf("%d-%d", tj.Spec.MinWorkers, tj.Spec.MaxWorkers), orDefault(tj.Spec.Template.Runtime(), "-"), fmt.Sprint(tj.Status.Queue),
-			orDefault(tj.Spec.Submitter, "-"), orDefault(compactPlacement(tj.Status.Placement), "-"))
+			orDefault(tj.Spec.Submitter, "-"), batchColumn(tj), orDefault(compactPlacement(tj.Status.Placement), "-"))
 	}
 	return strings.Join(cols, "\t")
+}
+
+// batchColumn is the batch size in force of a job that lets Voda choose
+// it, with its efficiency: "192 (87%)"; "-" otherwise.
+func batchColumn(tj *v1alpha1.TrainingJob) string {
+	b := tj.Status.Batch
+	if tj.Spec.BatchSize == nil || b == nil || b.Global == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d (%d%%)", b.Global, b.EfficiencyPercent)
 }
 
 // schedulerColumn is a job's GPU type: "v100", and for a job of several
@@ -348,7 +358,7 @@ func workersColumn(tj *v1alpha1.TrainingJob) string {
 
 const (
 	jobHeader     = "NAME\tSTATUS\tWORKERS\tSCHEDULER\tWAITING\tRUNNING\tTOTAL"
-	jobWideHeader = jobHeader + "\tRANGE\tRUNTIME\tQUEUE\tSUBMITTER\tNODES"
+	jobWideHeader = jobHeader + "\tRANGE\tRUNTIME\tQUEUE\tSUBMITTER\tBATCH\tNODES"
 )
 
 // printJobs writes jobs as a table, JSON or YAML. A single named job is

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vodascheduler/voda/pkg/apis/rest"
@@ -36,11 +37,16 @@ func goldenJobs() []v1alpha1.TrainingJob {
 	running := v1alpha1.TrainingJob{
 		ObjectMeta: metav1.ObjectMeta{Name: "mnist", Namespace: "voda", CreationTimestamp: *at(20 * time.Minute)},
 		Spec: v1alpha1.TrainingJobSpec{GPUType: "nvidia-tesla-v100", MinWorkers: 1, MaxWorkers: 4, RequestedWorkers: 2,
-			Epochs: 20, Category: "mnist", Submitter: "alice"},
+			Epochs: 20, Category: "mnist", Submitter: "alice", BatchSize: &v1alpha1.BatchSizeSpec{Initial: 64, Max: 1024}},
 		Status: v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseRunning, Message: "running with 3 of up to 4 workers",
 			Workers: 3, RunningWorkers: 3, GPUsPerWorker: 1, Placement: []string{"gpu-a", "gpu-a", "gpu-b"}, SubmitTime: at(20 * time.Minute),
 			FirstStartTime: at(18 * time.Minute), LastStartTime: at(5 * time.Minute), AccountedTime: at(30 * time.Second),
-			WaitingMillis: 120_000, RunningMillis: 1_050_000, GPUMillis: 2_700_000, Rescales: 2, Restarts: 1, RemainingSeconds: &rem},
+			WaitingMillis: 120_000, RunningMillis: 1_050_000, GPUMillis: 2_700_000, Rescales: 2, Restarts: 1, RemainingSeconds: &rem,
+			Batch: &v1alpha1.BatchStatus{Global: 192, Local: 64, Accumulation: 1, EfficiencyPercent: 87, Retunes: 1,
+				Sizes: "1:128:64:2 2:256:128:1 3:192:64:1 4:256:64:1"},
+			Progress: &v1alpha1.TrainingProgress{Epoch: 6, Reports: 6, NoiseScale: resource.NewQuantity(1180, resource.DecimalSI),
+				EquivalentEpochs: resource.NewMilliQuantity(5400, resource.DecimalSI),
+				EpochTimes: []v1alpha1.EpochTime{{Workers: 2, Millis: 61_000, Epochs: 2, Batch: 64}, {Workers: 3, Millis: 38_500, Epochs: 4, Batch: 192}}}},
 	}
 	waiting := v1alpha1.TrainingJob{
 		ObjectMeta: metav1.ObjectMeta{Name: "cifar10-resnet50-20261123-113000", Namespace: "voda", CreationTimestamp: *at(30 * time.Minute)},

@@ -37,6 +37,8 @@ type Metrics struct {
 	jct              *prometheus.HistogramVec
 	restartLost      *prometheus.CounterVec
 	throughput       *prometheus.GaugeVec
+	batchSize        *prometheus.GaugeVec
+	batchEfficiency  *prometheus.GaugeVec
 	typeMoves        *prometheus.CounterVec
 	queueGPUs        *prometheus.GaugeVec
 	queueShare       *prometheus.GaugeVec
@@ -107,6 +109,12 @@ func New(reg prometheus.Registerer, version string) (*Metrics, error) {
 		throughput: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "voda_scheduler_job_estimated_throughput",
 			Help: "Estimated epochs per hour of each running job that reports progress, at its current workers; the series goes when the job ends."},
 			[]string{labelGPUType, "namespace", "job"}),
+		batchSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "voda_scheduler_job_batch_size",
+			Help: "Global batch size in force of each job that lets Voda choose it (spec.batchSize), at its current workers; the series goes when the job ends."},
+			[]string{labelGPUType, "namespace", "job"}),
+		batchEfficiency: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "voda_scheduler_job_batch_efficiency",
+			Help: "Estimated statistical efficiency (0–1) of the batch size in force of each job that lets Voda choose it: an epoch's worth in epochs at its initial batch size."},
+			[]string{labelGPUType, "namespace", "job"}),
 		typeMoves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "voda_scheduler_gpu_type_moves_total",
 			Help: "Jobs of several GPU types moved from one type to another while they waited."}, []string{"from", "to"}),
 		queueGPUs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "voda_scheduler_queue_gpus",
@@ -120,7 +128,7 @@ func New(reg prometheus.Registerer, version string) (*Metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.info, m.jobs, m.gpus, m.allocated, m.submitted, m.finished, m.deleted,
 		m.reschedules, m.failures, m.roundDuration, m.algorithmSeconds, m.placementSeconds, m.actions, m.migrated, m.queueing, m.jct,
-		m.restartLost, m.throughput, m.typeMoves, m.queueGPUs, m.queueShare, m.reclaims} {
+		m.restartLost, m.throughput, m.batchSize, m.batchEfficiency, m.typeMoves, m.queueGPUs, m.queueShare, m.reclaims} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -217,9 +225,18 @@ func (m *Metrics) Throughput(gpuType api.GPUType, namespace, job string, epochsP
 	m.throughput.WithLabelValues(string(gpuType), namespace, job).Set(epochsPerHour)
 }
 
+// Batch sets the batch size in force of a job that lets Voda choose it,
+// and its estimated efficiency (0–1).
+func (m *Metrics) Batch(gpuType api.GPUType, namespace, job string, size int, efficiency float64) {
+	m.batchSize.WithLabelValues(string(gpuType), namespace, job).Set(float64(size))
+	m.batchEfficiency.WithLabelValues(string(gpuType), namespace, job).Set(efficiency)
+}
+
 // JobGone removes a job's series.
 func (m *Metrics) JobGone(gpuType api.GPUType, namespace, job string) {
-	m.throughput.DeleteLabelValues(string(gpuType), namespace, job)
+	for _, g := range []*prometheus.GaugeVec{m.throughput, m.batchSize, m.batchEfficiency} {
+		g.DeleteLabelValues(string(gpuType), namespace, job)
+	}
 }
 
 // Queues sets a GPU type's queue gauges from its engine's queues and counts

@@ -1060,6 +1060,13 @@ func testProgress(t *testing.T, e *apiEnv) {
 		{token, `{"epoch":1,"epochSeconds":40,"workers":4,"gpus":4}`, 400, `unknown field "gpus"`},
 		{token, `not json`, 400, "not a progress report"},
 		{token, `{"epoch":1,"epochSeconds":40,"workers":4,"epoch":2}`, 400, `"epoch" is given twice`},
+		// Gradient statistics that cannot be: refused, and nothing of
+		// the report is kept (the reports counted below are the two good
+		// ones).
+		{token, `{"epoch":1,"epochSeconds":40,"workers":4,"gradSqr":1e-3,"gradVar":-2}`, 400, "gradVar is -2"},
+		{token, `{"epoch":1,"epochSeconds":40,"workers":4,"gradSqr":NaN,"gradVar":2}`, 400, "not a progress report"},
+		{token, `{"epoch":1,"epochSeconds":40,"workers":4,"gradSqr":1e-3}`, 400, "give both or neither"},
+		{token, `{"epoch":1,"epochSeconds":40,"workers":4,"gradSqr":0,"gradVar":2}`, 400, "gradSqr is 0"},
 	} {
 		if code, msg := post(c.tok, c.body); code != c.code || !strings.Contains(msg, c.want) {
 			t.Errorf("POST %s: %d %s, want %d saying %q", c.body, code, msg, c.code, c.want)

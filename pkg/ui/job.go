@@ -105,6 +105,9 @@ type JobView struct {
 	// Waited and Ran are the job's time without and with GPUs, at the
 	// moment the page was built.
 	Waited, Ran time.Duration
+	// Batch is, for a job that lets Voda choose its batch size, the batch
+	// in force, its efficiency and the range; empty for other jobs.
+	Batch string
 	// Runtime is "MPIJob" or "PyTorchJob".
 	Runtime string
 	// Spec is the job's spec as YAML.
@@ -127,6 +130,7 @@ func Job(s State, tj *v1alpha1.TrainingJob, events []JobEvent, spec string) JobV
 			v.Remaining = Duration(rem) + " at one worker"
 		}
 	}
+	v.Batch = batchWords(tj)
 	if v.Phase == v1alpha1.PhaseWaiting || v.Phase == v1alpha1.PhaseSubmitted {
 		q := Queue(State{Now: s.Now, Jobs: s.Jobs, Schedulers: s.Schedulers, Viewer: Viewer{Admin: true}}, QueueFilter{GPUType: typeOf(tj)})
 		for _, e := range q.Entries {
@@ -136,4 +140,27 @@ func Job(s State, tj *v1alpha1.TrainingJob, events []JobEvent, spec string) JobV
 		}
 	}
 	return v
+}
+
+// batchWords says a job's batch size: "192 (64 per GPU), 87% efficient;
+// chosen from 64–1024 by a noise scale of 1180 samples"; empty for a job
+// with a batch of its own.
+func batchWords(tj *v1alpha1.TrainingJob) string {
+	r := tj.Spec.BatchSize
+	if r == nil {
+		return ""
+	}
+	in := "none while it holds no GPUs"
+	if b := tj.Status.Batch; b != nil && b.Global > 0 {
+		in = fmt.Sprintf("%d (%d per GPU", b.Global, b.Local)
+		if b.Accumulation > 1 {
+			in += fmt.Sprintf(" × %d accumulation steps", b.Accumulation)
+		}
+		in += fmt.Sprintf("), %d%% efficient", b.EfficiencyPercent)
+	}
+	why := "no gradient statistics yet, so the initial batch"
+	if p := tj.Status.Progress; p != nil && p.NoiseScale != nil {
+		why = fmt.Sprintf("a noise scale of %.0f samples", p.NoiseScale.AsApproximateFloat64())
+	}
+	return fmt.Sprintf("%s; chosen from %d–%d by %s", in, r.Initial, r.Max, why)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vodascheduler/voda/pkg/apis/rest"
@@ -302,6 +303,22 @@ func TestPagesRender(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("job page lacks %s", want)
 		}
+	}
+	if strings.Contains(b.String(), "data-batch") {
+		t.Error("a job with a batch of its own shows a batch size")
+	}
+	// A job that lets Voda choose its batch size shows the batch in force.
+	b.Reset()
+	tj.Spec.BatchSize = &v1alpha1.BatchSizeSpec{Initial: 64, Max: 1024}
+	tj.Status.Batch = &v1alpha1.BatchStatus{Global: 512, Local: 64, Accumulation: 2, EfficiencyPercent: 71}
+	tj.Status.Progress = &v1alpha1.TrainingProgress{NoiseScale: resource.NewQuantity(900, resource.DecimalSI)}
+	page := pages[3]
+	page.Data = ui.Job(s, &tj, nil, "")
+	if err := ui.Render(&b, page, false); err != nil {
+		t.Fatal(err)
+	}
+	if want := "<td data-batch>512 (64 per GPU × 2 accumulation steps), 71% efficient; chosen from 64–1024 by a noise scale of 900 samples</td>"; !strings.Contains(b.String(), want) {
+		t.Errorf("job page lacks %s", want)
 	}
 	if err := ui.Render(&b, ui.Page{Page: "nosuch"}, false); err == nil {
 		t.Error("an unknown page rendered")

@@ -233,6 +233,10 @@ func (e *engine) statusFor(j scheduler.Job) v1alpha1.TrainingJobStatus {
 	s := statusOf(j)
 	e.c.showWorkers(j.ID, j.Spec.K(), &s)
 	e.c.showBatch(j.ID, j.Workers, &s)
+	if m := e.c.opts.Metrics; m != nil && s.Batch != nil && s.Batch.Global > 0 && !s.Phase.Final() {
+		key := jobKey(j.ID)
+		m.Batch(e.gpuType, key.Namespace, key.Name, int(s.Batch.Global), float64(s.Batch.EfficiencyPercent)/100)
+	}
 	if s.Phase == v1alpha1.PhaseWaiting && e.eng.GPUs() == 0 {
 		s.Message = fmt.Sprintf("no schedulable nodes of GPU type %s: label GPU nodes with %s=%s",
 			e.gpuType, v1alpha1.AcceleratorLabel, e.gpuType)

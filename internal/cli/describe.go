@@ -146,7 +146,7 @@ func describeJob(w io.Writer, tj *v1alpha1.TrainingJob, events []rest.Event, at 
 		}
 		var times []string
 		for _, et := range p.EpochTimes {
-			at := fmt.Sprintf("%s at %d workers", (time.Duration(et.Millis)*time.Millisecond).Round(100*time.Millisecond), et.Workers)
+			at := fmt.Sprintf("%s at %d workers", (time.Duration(et.Millis) * time.Millisecond).Round(100*time.Millisecond), et.Workers)
 			if s.BatchSize != nil && et.Batch > 0 {
 				at += fmt.Sprintf(" (batch %d)", et.Batch)
 			}

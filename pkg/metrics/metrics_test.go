@@ -48,7 +48,9 @@ func exercise(m *metrics.Metrics) {
 	m.RestartLost("v100", 120)
 	m.Throughput("v100", "ml", "bert", 30)
 	m.Throughput("v100", "ml", "gone", 10)
+	m.Batch("v100", "ml", "gone", 512, 0.8)
 	m.JobGone("v100", "ml", "gone")
+	m.Batch("v100", "ml", "tuned", 1024, 0.75)
 	team := func(name string, nominal, used, pending int, share float64) scheduler.QueueStatus {
 		q := scheduler.QueueStatus{Used: used, Pending: pending, WeightedShare: share}
 		q.Name, q.Nominal, q.Budget, q.Lent = name, nominal, used, max(nominal-used, 0)
@@ -96,8 +98,13 @@ func TestMetricsRecordWhatHappened(t *testing.T) {
 		`voda_scheduler_job_completion_seconds_sum{gpu_type="v100"}`:                          3600,
 		`voda_scheduler_algorithm_duration_seconds_sum{algorithm="Tiresias",gpu_type="v100"}`: 0.002,
 		`voda_scheduler_reschedule_duration_seconds_count{gpu_type="v100"}`:                   1,
+		`voda_scheduler_job_batch_size{gpu_type="v100",job="tuned",namespace="ml"}`:           1024,
+		`voda_scheduler_job_batch_efficiency{gpu_type="v100",job="tuned",namespace="ml"}`:     0.75,
 	}
 	got := samples(t, reg)
+	if _, ok := got[`voda_scheduler_job_batch_size{gpu_type="v100",job="gone",namespace="ml"}`]; ok {
+		t.Error("an ended job's batch size stays")
+	}
 	if _, ok := got[`voda_scheduler_job_estimated_throughput{gpu_type="v100",job="gone",namespace="ml"}`]; ok {
 		t.Error("an ended job's series stays")
 	}

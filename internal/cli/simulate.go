@@ -133,7 +133,7 @@ Every number printed is deterministic for the same inputs except sim_wall_s.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the synthetic workload")
 	fl.Float64Var(&f.rigidShare, "rigid-share", 0, "share of the synthetic workload's jobs, 0 to 1, that are rigid: they run only at their GPUs (minimum = maximum), under every policy, as Philly's jobs did")
 	fl.StringArrayVar(&f.policyParams, "policy-param", nil, "NAME=VALUE: a policy parameter, as 'voda controller --policy-param' takes it (e.g. hesrpt.exponent=0.2); repeat for several; 'voda policies' lists them")
-	fl.BoolVar(&f.adaptiveBatch, "adaptive-batch", false, "let every job adapt its batch size, from the workload's batch_size up to its max_batch_size column (default: the model's largest traced batch), scheduled by goodput (throughput × statistical efficiency); oracle information only, so far. Without it only jobs with a max_batch_size adapt")
+	fl.BoolVar(&f.adaptiveBatch, "adaptive-batch", false, "let every job adapt its batch size, from the workload's batch_size up to its max_batch_size column (default: the model's largest traced batch), scheduled by goodput (throughput × statistical efficiency); with --information estimated the noise scale and throughput are learned from the jobs' reports, as the controller learns them. Without it only jobs with a max_batch_size adapt")
 	fl.StringVar(&f.information, "information", "oracle", "what policies know of speedup and remaining time: oracle (true values) or estimated (the estimator's, from the step times jobs report)")
 	fl.StringVar(&f.output, "output", "table", "output format: table, json or csv")
 	fl.StringVar(&f.perJob, "per-job", "", "also write one CSV row per job to this file")

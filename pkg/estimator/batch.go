@@ -39,9 +39,10 @@ const MaxAccumulation = 8
 
 // BatchRange is what a job lets Voda choose from: global batch sizes from
 // Initial (M0, the batch its work is counted at) to Max, with at most
-// PerGPUMax samples per GPU and micro-step (0: no limit).
+// PerGPUMax samples per GPU and micro-step (0: no limit) and at least
+// PerGPUMin per GPU (0: 1).
 type BatchRange struct {
-	Initial, Max, PerGPUMax int
+	Initial, Max, PerGPUMax, PerGPUMin int
 }
 
 // Batch is a batch size for one allocation: Global = Local × GPUs ×
@@ -71,8 +72,8 @@ const batchSteps = 8
 // runs: the fewest micro-steps that keep the per-GPU batch within
 // perGPUMax, and the per-GPU batch nearest the target that keeps the
 // global batch within hi. It returns false when even MaxAccumulation
-// micro-steps do not hold it, or one sample per GPU exceeds hi.
-func split(target, gpus, perGPUMax, hi int) (Batch, bool) {
+// micro-steps do not hold it, or perGPUMin samples per GPU exceed hi.
+func split(target, gpus, perGPUMax, perGPUMin, hi int) (Batch, bool) {
 	acc := 1
 	if perGPUMax > 0 {
 		acc = max((target+gpus*perGPUMax-1)/(gpus*perGPUMax), 1)
@@ -87,20 +88,23 @@ func split(target, gpus, perGPUMax, hi int) (Batch, bool) {
 	if local*gpus*acc > hi {
 		local = hi / (gpus * acc)
 	}
-	if local < 1 {
+	if local < max(perGPUMin, 1) {
 		return Batch{}, false
 	}
 	return Batch{Global: local * gpus * acc, Local: local, Accumulation: acc}, true
 }
 
 // BatchTime is T(n, M)/T(n, M0): how much of an epoch's time at n workers
-// a batch of batch samples leaves, against the initial batch, for the
-// fit's shape.
+// a batch of batch samples leaves, against the initial batch. Its
+// per-step share is DefaultShape's, not the job's fitted shape: epochs at
+// one batch cannot tell a per-step cost from a per-sample one, and times
+// brought back to the initial batch by a fitted shape feed that fit (in
+// the simulator a job's fitted serial fraction ran up to 0.95 so).
 func (f Fit) BatchTime(n, initial, batch int) float64 {
 	if n < 1 || initial <= 0 || batch <= 0 {
 		return 1
 	}
-	s, c := f.Shape.Serial, f.Shape.Comm
+	s, c := DefaultShape.Serial, DefaultShape.Comm
 	perStep := s + c*float64(n-1)
 	perSample := (1 - s) / float64(n)
 	return (perSample + perStep*float64(initial)/float64(batch)) / (perSample + perStep)
@@ -116,9 +120,10 @@ func (f Fit) Best(r BatchRange, n, gpus int, noise float64) (b Batch, rel float6
 	if total < 1 || r.Initial < 1 {
 		return Batch{}, 0, false
 	}
-	hi := max(r.Max, r.Initial)
+	lo := r.Initial
+	hi := max(r.Max, lo)
 	try := func(target int) {
-		c, fits := split(target, total, r.PerGPUMax, hi)
+		c, fits := split(target, total, r.PerGPUMax, r.PerGPUMin, hi)
 		if !fits {
 			return
 		}
@@ -128,9 +133,9 @@ func (f Fit) Best(r BatchRange, n, gpus int, noise float64) (b Batch, rel float6
 			b, rel, ok = c, g, true
 		}
 	}
-	try(r.Initial)
+	try(lo)
 	for i := 1; ; i++ {
-		t := int(math.Round(float64(r.Initial) * math.Exp2(float64(i)/batchSteps)))
+		t := int(math.Round(float64(lo) * math.Exp2(float64(i)/batchSteps)))
 		if t > hi {
 			break
 		}
@@ -145,6 +150,8 @@ func (f Fit) Best(r BatchRange, n, gpus int, noise float64) (b Batch, rel float6
 // it gives.
 type Adaptive struct {
 	fit     Fit
+	initial int
+	noise   float64
 	batches []Batch   // by workers; Global 0 where none splits
 	rel     []float64 // goodput relative to the fit's at the initial batch
 	one     float64   // goodput at the smallest count that runs, relative to the fit at one worker
@@ -154,7 +161,7 @@ type Adaptive struct {
 // workers of gpus GPUs each, for a noise scale of noise samples
 // (negative: unknown).
 func (f Fit) Adapt(r BatchRange, gpus, maxWorkers int, noise float64) Adaptive {
-	a := Adaptive{fit: f, batches: make([]Batch, maxWorkers+1), rel: make([]float64, maxWorkers+1)}
+	a := Adaptive{fit: f, initial: r.Initial, noise: noise, batches: make([]Batch, maxWorkers+1), rel: make([]float64, maxWorkers+1)}
 	for n := 1; n <= maxWorkers; n++ {
 		b, rel, ok := f.Best(r, n, gpus, noise)
 		if !ok {
@@ -196,3 +203,28 @@ func (a Adaptive) Remaining(units float64) float64 {
 
 // Fit is the fit the goodputs were computed from.
 func (a Adaptive) Fit() Fit { return a.fit }
+
+// Relative is the goodput at n workers of a global batch of batch samples
+// over that of the best batch there (1 for the best; 0 where none splits).
+func (a Adaptive) Relative(n, batch int) float64 {
+	if n < 1 || n >= len(a.rel) || !(a.rel[n] > 0) || batch < 1 {
+		return 0
+	}
+	return Efficiency(a.noise, a.initial, batch) / a.fit.BatchTime(n, a.initial, batch) / a.rel[n]
+}
+
+// RetuneSaving is how many seconds a job at n workers running a global
+// batch of batch samples would save by moving to the best batch there, for
+// left seconds of work at the best batch: left/Relative − left; 0 when it
+// runs the best already or nothing is known.
+func (a Adaptive) RetuneSaving(n, batch int, left float64) float64 {
+	best := a.Batch(n)
+	if best.Global == 0 || best.Global == batch || !(left > 0) {
+		return 0
+	}
+	r := a.Relative(n, batch)
+	if !(r > 0 && r < 1) {
+		return 0
+	}
+	return left/r - left
+}

@@ -26,9 +26,10 @@ func TestBatchTime(t *testing.T) {
 	if got := truth.BatchTime(4, 64, 64); got != 1 {
 		t.Errorf("the initial batch: %v, want 1", got)
 	}
-	// At 4 workers f = 0.1 + 0.9/4 + 0.03 = 0.355, of which 0.225 is per
-	// sample; at 4× the batch the per-step 0.13 is paid a quarter as often.
-	want := (0.225 + 0.13/4) / 0.355
+	// The default shape's shares, whatever the fit's: at 4 workers f =
+	// 0.05 + 0.95/4 + 0.015 = 0.3025, of which 0.2375 is per sample; at 4×
+	// the batch the per-step 0.065 is paid a quarter as often.
+	want := (0.2375 + 0.065/4) / 0.3025
 	if got := truth.BatchTime(4, 64, 256); !near(got, want, 1e-12) {
 		t.Errorf("4× the batch at 4 workers: %v, want %v", got, want)
 	}

@@ -34,7 +34,49 @@ type statWork interface {
 	total() float64
 	epochOf(progress float64) (e int, end float64)
 	gainAt(e int, batch float64) float64
+	// noiseAt is the noise scale var/sqr, in units of the smallest
+	// traced batch, that gainAt uses at batch in epoch e.
+	noiseAt(e int, batch float64) float64
 }
+
+// maxNoise bounds a noise scale (in batches M0) where the squared
+// gradient vanishes.
+const maxNoise = 1e9
+
+func (w *exactWork) noiseAt(e int, batch float64) float64 {
+	e = min(max(e, 0), len(w.dTarget)-1)
+	i, j, t := bracket(w.batches, batch)
+	sqr, vr := lerp(w.sqr[i][e], w.sqr[j][e], t), lerp(w.vr[i][e], w.vr[j][e], t)
+	if !(sqr > 0) {
+		return maxNoise
+	}
+	return min(max(vr/sqr, 0), maxNoise)
+}
+
+func (w *fittedWork) noiseAt(e int, batch float64) float64 {
+	n := len(w.noise.Done)
+	k := 0
+	for k < n-1 && stretchStart(k+1, n, w.epochs) <= e {
+		k++
+	}
+	i, j, t := bracket(w.logBatches, math.Log(batch))
+	return min(math.Exp(lerp(w.noise.LogPhi[k][i], w.noise.LogPhi[k][j], t)), maxNoise)
+}
+
+// NoiseScale returns the gradient noise scale, in samples, a job at global
+// batch batch measures in epoch e: the B with Efficiency(e, batch) = (B/M0
+// + 1)/(B/batch + 1), M0 = InitBatch (McCandlish et al.); 0 for a model
+// that is not Adaptive.
+func (m *Model) NoiseScale(e, batch int) float64 {
+	if w, ok := m.work.(statWork); ok && batch >= 1 {
+		return w.noiseAt(e, float64(batch)) * float64(m.Batches[0])
+	}
+	return 0
+}
+
+// MinLocal returns the smallest per-GPU batch the model's throughput is
+// measured at (MinLocalBatch).
+func (m *Model) MinLocal() int { return m.MinLocalBatch }
 
 func (w *exactWork) total() float64 { return w.cum[len(w.cum)-1] }
 

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/cluster/sim"
+	"github.com/vodascheduler/voda/pkg/estimator"
 	"github.com/vodascheduler/voda/pkg/scheduler"
 )
 
@@ -36,6 +38,9 @@ type AdaptiveModel interface {
 	Epoch(progress float64) (e int, end float64)
 	Efficiency(e, batch int) float64
 	BestBatch(shape []int, e, lo, hi int) (batch int, goodput float64)
+	NoiseScale(e, batch int) float64
+	InitBatch() int
+	MinLocal() int
 }
 
 // adaptation is what the simulator keeps for a job that adapts its batch.
@@ -47,6 +52,15 @@ type adaptation struct {
 	// changes counts the batch changes; retunes the restarts for a batch
 	// change alone.
 	changes, retunes int
+
+	// With estimated information (learn): the batch range as the
+	// estimator takes it, the noise scale the job's reports measured
+	// (samples; negative before the first), and the latest estimate, which
+	// chooses the batch at each start and resize.
+	rng    *estimator.BatchRange
+	noise  float64
+	best   estimator.Adaptive
+	gpusPW int
 }
 
 // adaptiveOf returns the adaptation of a job that adapts its batch, nil for
@@ -129,6 +143,15 @@ func (ji *jobInfo) plan(shape []int, done float64) ([]sim.Segment, float64) {
 	a := ji.adapt
 	e, _ := a.model.Epoch(done)
 	b, _ := a.model.BestBatch(shape, e, a.lo, a.hi)
+	if a.rng != nil {
+		// Estimated information: the estimate's best at this many
+		// workers, as the controller renders it.
+		gpus := 0
+		for _, g := range shape {
+			gpus += g
+		}
+		b = a.best.Batch(gpus / a.gpusPW).Global
+	}
 	if b == 0 {
 		return nil, 0
 	}
@@ -154,12 +177,69 @@ func segments(m AdaptiveModel, shape []int, batch int, done float64) []sim.Segme
 	}
 }
 
+// learnAdaptive is estimate's part for a job that adapts its batch, with
+// estimated information, as the controller learns it (pkg/cluster/kube):
+// a productive job reports its time per unit of work at its batch in
+// force, brought back to the work's batch by the estimator's batch model
+// (estimator.Fit.BatchTime), and the noise scale it measures there, each
+// report weighing as much as all earlier ones; the policies get the
+// goodput curve of the estimate, which also chooses the batch of the
+// job's next start or resize.
+func (r *run) learnAdaptive(id api.JobID, ji *jobInfo, t time.Time) error {
+	a := ji.adapt
+	m0 := a.rng.Initial
+	done := r.cluster.Done(id, t)
+	e, _ := a.model.Epoch(done)
+	if r.cluster.Productive(id, t) && a.batch > 0 {
+		n, _ := r.cluster.Workers(id)
+		prior := r.est.Estimate(ji.Name, ji.category)
+		perUnit := r.cluster.StepSeconds(id) * float64(m0) / float64(a.batch) / prior.BatchTime(n, m0, a.batch)
+		r.est.Observe(ji.Name, ji.category, estimator.Observation{Workers: n, Seconds: perUnit})
+		b := a.model.NoiseScale(e, a.batch)
+		if a.noise >= 0 {
+			b = (a.noise + b) / 2
+		}
+		a.noise = b
+	}
+	fit := r.est.Estimate(ji.Name, ji.category)
+	a.best = fit.Adapt(*a.rng, a.gpusPW, ji.spec.MaxWorkers, a.noise)
+	rem := a.best.Remaining(a.leftAtInitial(ji.steps, done))
+	return r.engine.Step(scheduler.Progress{ID: id, Remaining: rem, Speedup: a.best.Speedup, Measured: fit.KnownAt})
+}
+
+// estimatedRange is the batch range of an adaptive job as the estimator
+// takes it: its own batch up to its most, at least the model's smallest
+// per-GPU batch on each GPU.
+func estimatedRange(a *adaptation) *estimator.BatchRange {
+	return &estimator.BatchRange{Initial: a.lo, Max: a.hi, PerGPUMin: a.model.MinLocal()}
+}
+
+// leftAtInitial is an adaptive job's work left in steps at its own batch
+// (the estimator's unit), as the job counts it: the steps a run at its own
+// batch would take from here, each epoch's work (in steps at the model's
+// smallest batch) over what a step at its own batch makes in that epoch.
+// That is what spec.epochs less the reported equivalentEpochs are in the
+// controller.
+func (a *adaptation) leftAtInitial(steps, done float64) float64 {
+	left := 0.0
+	for p := done; p < steps; {
+		e, end := a.model.Epoch(p)
+		end = min(end, steps)
+		if end <= p {
+			end = steps
+		}
+		left += (end - p) / a.model.Efficiency(e, a.lo)
+		p = end
+	}
+	return left
+}
+
 // tellAdaptive gives the policies every adaptive job's view as of t.
 func (r *run) tellAdaptive(t time.Time) error {
 	for _, id := range slices.Sorted(maps.Keys(r.live)) {
 		ji := r.live[id]
-		if ji.adapt == nil {
-			continue
+		if ji.adapt == nil || ji.adapt.rng != nil {
+			continue // estimated information: learnAdaptive
 		}
 		done := r.cluster.Done(id, t)
 		ji.adapt.epoch, _ = ji.adapt.model.Epoch(done)
@@ -172,7 +252,9 @@ func (r *run) tellAdaptive(t time.Time) error {
 }
 
 // retune restarts, at t, each running adaptive job whose best batch on its
-// placement has changed enough to pay for the restart.
+// placement has changed enough to pay for the restart: by the true
+// throughput and efficiency with oracle information, by the estimate with
+// estimated information (as the controller decides).
 func (r *run) retune(t time.Time) error {
 	delay := r.cfg.RestartDelay.Seconds()
 	for _, id := range slices.Sorted(maps.Keys(r.live)) {
@@ -182,16 +264,26 @@ func (r *run) retune(t time.Time) error {
 			continue
 		}
 		_, nodes := r.cluster.Workers(id)
-		shape := sim.Shape(nodes, ji.spec.K())
 		done := r.cluster.Done(id, t)
-		e, _ := a.model.Epoch(done)
-		b, _ := a.model.BestBatch(shape, e, a.lo, a.hi)
-		if b == 0 || b == a.batch {
-			continue
+		var saved float64
+		if a.rng != nil {
+			n := len(nodes)
+			if b := a.best.Batch(n).Global; b == 0 || b == a.batch || !(a.best.Speedup(n) > 0) {
+				continue
+			}
+			left := a.best.Remaining(a.leftAtInitial(ji.steps, done)) / a.best.Speedup(n)
+			saved = a.best.RetuneSaving(n, a.batch, left)
+		} else {
+			shape := sim.Shape(nodes, ji.spec.K())
+			e, _ := a.model.Epoch(done)
+			b, _ := a.model.BestBatch(shape, e, a.lo, a.hi)
+			if b == 0 || b == a.batch {
+				continue
+			}
+			keep := r.cluster.SecondsLeft(id, t)
+			saved = keep - sim.PlanSeconds(segments(a.model, shape, b, done), done, ji.steps)
 		}
-		keep := r.cluster.SecondsLeft(id, t)
-		redo := sim.PlanSeconds(segments(a.model, shape, b, done), done, ji.steps)
-		if keep-redo <= 2*delay {
+		if saved <= 2*delay {
 			continue
 		}
 		was := a.batch
@@ -199,7 +291,7 @@ func (r *run) retune(t time.Time) error {
 			return err
 		}
 		a.retunes++
-		r.event(t, id, EventBatch, len(nodes)*ji.spec.K(), fmt.Sprintf("batch size %d→%d: %.0f s sooner on this placement", was, a.batch, keep-redo-delay))
+		r.event(t, id, EventBatch, len(nodes)*ji.spec.K(), fmt.Sprintf("batch size %d→%d: %.0f s sooner on this placement", was, a.batch, saved-delay))
 	}
 	return nil
 }

@@ -76,8 +76,7 @@ func TestAdaptiveBatch(t *testing.T) {
 }
 
 // TestAdaptiveBatchColumn: the max_batch_size column makes only its jobs
-// adapt, with either catalog; bad ranges and estimated information are
-// refused with what to do.
+// adapt, with either catalog; bad ranges are refused with what to do.
 func TestAdaptiveBatchColumn(t *testing.T) {
 	cat := needTraces(t)
 	csv := "name,time,application,num_replicas,batch_size,max_batch_size\n" +
@@ -113,9 +112,55 @@ func TestAdaptiveBatchColumn(t *testing.T) {
 	if r, err := simulator.Run(polluxArtifact(algorithm.NameHeSRPT), bw, builtin); err != nil || r.Adaptive != 1 {
 		t.Errorf("adapting on the built-in catalog: %d jobs adapted, error %v; want 1 and none", r.Adaptive, err)
 	}
-	est := polluxArtifact(algorithm.NameHeSRPT)
-	est.Information = simulator.InfoEstimated
-	if _, err := simulator.Run(est, w, cat); err == nil || !strings.Contains(err.Error(), "oracle information only") {
-		t.Errorf("adapting with estimated information: %v", err)
+}
+
+// TestAdaptiveBatchEstimated: with estimated information a job that adapts
+// starts at its own batch (no noise measured yet), learns its noise and
+// throughput from its reports, changes its batch within its range, and
+// the runs are deterministic.
+func TestAdaptiveBatchEstimated(t *testing.T) {
+	cat := needTraces(t)
+	ws, err := simulator.ReadWorkloads(filepath.Join(traces, "workloads", "workload-1.csv"), cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := polluxArtifact(algorithm.NameHeSRPT)
+	cfg.Information, cfg.AdaptiveBatch, cfg.RecordEvents = simulator.InfoEstimated, true, true
+	res, err := simulator.Run(cfg, ws[0], cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := simulator.Run(cfg, ws[0], cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := 0
+	for _, j := range res.Jobs {
+		m, _ := cat.Lookup(j.Model)
+		// The estimate's batches are whole multiples of the GPUs: the
+		// initial one may round down by less than one sample per GPU.
+		lo := j.Batch - j.Max*j.GPUsPerWorker
+		if hi := m.(simulator.AdaptiveModel).MaxBatch(); !j.Adaptive || j.FinalBatch <= lo || j.FinalBatch > max(hi, j.Batch) {
+			t.Errorf("%+v: want an adaptive job ending between %d and %d", j, j.Batch, hi)
+		}
+		if j.FinalBatch != j.Batch {
+			changed++
+		}
+	}
+	s := simulator.Summarise(res)
+	t.Logf("estimated information: mean JCT %.0f s, %.2f batch changes and %.2f restarts for them per job, %d of %d jobs ended at another batch",
+		s.AvgJCT, s.BatchChangesPerJob, s.RetunesPerJob, changed, len(res.Jobs))
+	if changed == 0 || s.RetunesPerJob == 0 {
+		t.Errorf("no job changed its batch (%d) or restarted for it (%.2f)", changed, s.RetunesPerJob)
+	}
+	// Every job starts at its own batch: nothing is known of its noise.
+	for _, e := range res.Events {
+		if e.Kind == simulator.EventBatch && !strings.Contains(e.Reason, "batch size ") {
+			t.Errorf("batch event %+v", e)
+		}
+	}
+	res.WallSeconds, again.WallSeconds = 0, 0
+	if !reflect.DeepEqual(res, again) {
+		t.Error("two runs differ")
 	}
 }

@@ -214,6 +214,9 @@ func NewReport(results []Result) Report {
 				a.Median[i], a.P90[i] = Percentile(errs, 50), Percentile(errs, 90)
 			}
 		}
+		if !slices.ContainsFunc(a.Jobs[:], func(n int) bool { return n > 0 }) {
+			continue // no job's one-GPU time to compare (jobs that adapt their batch count their work otherwise)
+		}
 		rep.Estimates = append(rep.Estimates, a)
 	}
 	for i := range rep.Mean {

@@ -267,9 +267,6 @@ func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
 			r.adaptive++
 		}
 	}
-	if r.adaptive > 0 && r.est != nil {
-		return nil, fmt.Errorf("workload %s: jobs that adapt their batch size are simulated with oracle information only, so far", w.Name)
-	}
 	return r, nil
 }
 
@@ -311,6 +308,9 @@ func (r *run) prepare(j Job, cat Catalog, total int) (*jobInfo, error) {
 	ji := &jobInfo{Job: j, model: m, steps: m.Steps(j.Batch), category: fmt.Sprintf("%s/%d", j.Model, j.Batch)}
 	if ji.adapt, err = r.adaptiveOf(j, m); err != nil {
 		return nil, err
+	}
+	if a := ji.adapt; a != nil && r.cfg.Information == InfoEstimated {
+		a.rng, a.noise, a.gpusPW = estimatedRange(a), -1, k
 	}
 	batchMax := j.Batch // the batch that bounds the workers
 	if a := ji.adapt; a != nil {
@@ -483,6 +483,10 @@ func (r *run) arrive(t time.Time) error {
 		if r.est != nil {
 			fit := r.est.Estimate(j.Name, ji.category)
 			ev.Remaining, ev.Speedup, ev.Measured = fit.Remaining(ji.steps), speedupOf(fit), fit.KnownAt
+			if a := ji.adapt; a != nil {
+				a.best = fit.Adapt(*a.rng, a.gpusPW, ji.spec.MaxWorkers, a.noise)
+				ev.Remaining, ev.Speedup = a.best.Remaining(a.leftAtInitial(ji.steps, 0)), a.best.Speedup
+			}
 		}
 		if err := r.engine.Step(ev); err != nil {
 			return err
@@ -552,6 +556,12 @@ func (r *run) maybeSchedule(t time.Time) error {
 func (r *run) estimate(t time.Time) error {
 	for _, id := range slices.Sorted(maps.Keys(r.live)) {
 		ji := r.live[id]
+		if ji.adapt != nil {
+			if err := r.learnAdaptive(id, ji, t); err != nil {
+				return err
+			}
+			continue
+		}
 		if r.cluster.Productive(id, t) {
 			n, _ := r.cluster.Workers(id)
 			r.est.Observe(ji.Name, ji.category, estimator.Observation{Workers: n, Seconds: r.cluster.StepSeconds(id)})

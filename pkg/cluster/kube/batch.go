@@ -289,18 +289,7 @@ func (b *batchState) retuneWorth(workers int, remaining, restart float64) string
 		}
 		left = remaining / g
 	}
-	// The goodput of the batch in force relative to the best's, at the
-	// same workers: efficiency over step time, both against the initial
-	// batch.
-	fit, initial := b.best.Fit(), b.initial
-	rel := func(x estimator.Batch) float64 {
-		return estimator.Efficiency(b.noise, initial, x.Global) / fit.BatchTime(workers, initial, x.Global)
-	}
-	ratio := rel(in) / rel(best)
-	if !(ratio > 0 && ratio < 1) {
-		return ""
-	}
-	saved := left/ratio - left
+	saved := b.best.RetuneSaving(workers, in.Global, left)
 	if saved <= 2*restart {
 		return ""
 	}

@@ -2,12 +2,14 @@ package algorithm_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	. "github.com/vodascheduler/voda/internal/testutil"
 	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/estimator"
 )
 
 // dipCurve models a job that slows down when it first spans two 8-GPU nodes
@@ -122,6 +124,61 @@ func BenchmarkAllocateMultiGPU(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/jobs=%d/gpus=%d", p.Name(), sz.jobs, sz.gpus), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
+					if _, err := p.Allocate(snap); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// adaptiveSnapshot is benchSnapshot with every job letting Voda choose its
+// batch size: its speedup is the goodput curve the controller and the
+// simulator give the policies (estimator.Adaptive), for a batch range of
+// 64 to 64×64 and a noise scale between 100 and 10 000 samples. recompute
+// returns the curves computed afresh, as a round in which every job had
+// reported would.
+func adaptiveSnapshot(jobs, gpus int) (snap algorithm.Snapshot, recompute func()) {
+	snap = benchSnapshot(jobs, gpus)
+	r := rand.New(rand.NewPCG(3, uint64(jobs)))
+	fits := make([]estimator.Fit, len(snap.Jobs))
+	noise := make([]float64, len(snap.Jobs))
+	for i := range snap.Jobs {
+		fits[i] = estimator.Fit{OneWorker: 1, Shape: estimator.Shape{Serial: 0.02 + 0.1*r.Float64(), Comm: 0.005 * r.Float64()}}
+		noise[i] = 100 * math.Pow(100, r.Float64())
+	}
+	rng := estimator.BatchRange{Initial: 64, Max: 64 * 64}
+	recompute = func() {
+		for i := range snap.Jobs {
+			snap.Jobs[i].Speedup = fits[i].Adapt(rng, 1, snap.Jobs[i].Max, noise[i]).Speedup
+		}
+	}
+	recompute()
+	return snap, recompute
+}
+
+// BenchmarkAllocateAdaptive is BenchmarkAllocate with every job scheduled
+// by goodput: "curves" times the policy alone on the curves, "round" also
+// computes every job's curve first (the worst round: every job reported
+// since the last). The target: within 2× of BenchmarkAllocate.
+func BenchmarkAllocateAdaptive(b *testing.B) {
+	sizes := []struct{ jobs, gpus int }{{1000, 4096}, {10000, 32768}}
+	for _, p := range allPolicies(b) {
+		for _, sz := range sizes {
+			snap, recompute := adaptiveSnapshot(sz.jobs, sz.gpus)
+			b.Run(fmt.Sprintf("%s/jobs=%d/gpus=%d/curves", p.Name(), sz.jobs, sz.gpus), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := p.Allocate(snap); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("%s/jobs=%d/gpus=%d/round", p.Name(), sz.jobs, sz.gpus), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					recompute()
 					if _, err := p.Allocate(snap); err != nil {
 						b.Fatal(err)
 					}

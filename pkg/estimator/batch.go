@@ -70,9 +70,10 @@ const batchSteps = 8
 
 // split turns a target global batch on gpus GPUs into the batch the job
 // runs: the fewest micro-steps that keep the per-GPU batch within
-// perGPUMax, and the per-GPU batch nearest the target that keeps the
-// global batch within hi. It returns false when even MaxAccumulation
-// micro-steps do not hold it, or perGPUMin samples per GPU exceed hi.
+// perGPUMax, and the per-GPU batch nearest the target, at least perGPUMin,
+// that keeps the global batch within hi. It returns false when even
+// MaxAccumulation micro-steps do not hold it, or perGPUMin samples per GPU
+// exceed hi.
 func split(target, gpus, perGPUMax, perGPUMin, hi int) (Batch, bool) {
 	acc := 1
 	if perGPUMax > 0 {
@@ -81,14 +82,15 @@ func split(target, gpus, perGPUMax, perGPUMin, hi int) (Batch, bool) {
 			return Batch{}, false
 		}
 	}
-	local := max(int(math.Round(float64(target)/float64(gpus*acc))), 1)
+	least := max(perGPUMin, 1)
+	local := max(int(math.Round(float64(target)/float64(gpus*acc))), least)
 	if perGPUMax > 0 {
 		local = min(local, perGPUMax)
 	}
 	if local*gpus*acc > hi {
 		local = hi / (gpus * acc)
 	}
-	if local < max(perGPUMin, 1) {
+	if local < least {
 		return Batch{}, false
 	}
 	return Batch{Global: local * gpus * acc, Local: local, Accumulation: acc}, true
@@ -104,10 +106,15 @@ func (f Fit) BatchTime(n, initial, batch int) float64 {
 	if n < 1 || initial <= 0 || batch <= 0 {
 		return 1
 	}
-	s, c := DefaultShape.Serial, DefaultShape.Comm
-	perStep := s + c*float64(n-1)
-	perSample := (1 - s) / float64(n)
+	perSample, perStep := batchShares(n)
 	return (perSample + perStep*float64(initial)/float64(batch)) / (perSample + perStep)
+}
+
+// batchShares are the per-sample and per-step shares of an epoch's time at
+// n workers (BatchTime).
+func batchShares(n int) (perSample, perStep float64) {
+	s, c := DefaultShape.Serial, DefaultShape.Comm
+	return (1 - s) / float64(n), s + c*float64(n-1)
 }
 
 // Best returns the batch with the most goodput at n workers of gpus GPUs
@@ -115,6 +122,13 @@ func (f Fit) BatchTime(n, initial, batch int) float64 {
 // goodput relative to the fit's at n workers and the initial batch
 // (Speedup(n) times it is the speedup at n by goodput). ok is false when
 // no batch of the range can be split over the workers' GPUs.
+//
+// The candidates are the range's ends, the smallest and largest batches
+// the GPUs can split, and a grid of batchSteps per doubling from the
+// initial batch, of which only the points around the optimum are tried:
+// the goodput (B + M0)/(B + M) / ((p + q·M0/M)/(p + q)), with p and q the
+// per-sample and per-step shares of BatchTime, has one maximum, at M =
+// √(B·q·M0/p). TestBestMatchesTheGrid checks it against the whole grid.
 func (f Fit) Best(r BatchRange, n, gpus int, noise float64) (b Batch, rel float64, ok bool) {
 	total := n * gpus
 	if total < 1 || r.Initial < 1 {
@@ -133,15 +147,29 @@ func (f Fit) Best(r BatchRange, n, gpus int, noise float64) (b Batch, rel float6
 			b, rel, ok = c, g, true
 		}
 	}
-	try(lo)
-	for i := 1; ; i++ {
-		t := int(math.Round(float64(lo) * math.Exp2(float64(i)/batchSteps)))
-		if t > hi {
-			break
-		}
-		try(t)
+	least, most := max(lo, total*max(r.PerGPUMin, 1)), hi
+	if r.PerGPUMax > 0 {
+		most = min(most, total*r.PerGPUMax*MaxAccumulation)
 	}
+	if most < lo {
+		return Batch{}, 0, false // the GPUs cannot hold the initial batch
+	}
+	try(lo)
+	try(least)
+	try(most)
 	try(hi)
+	p, q := batchShares(n)
+	opt := math.Sqrt(max(noise, 0) * q * float64(lo) / p)
+	opt = min(max(opt, float64(least)), float64(most))
+	// The grid's points around the optimum: rounding to whole samples per
+	// GPU and micro-steps moves a point off its target, most where the
+	// per-GPU batch is small, so a few on either side.
+	k := math.Floor(batchSteps * math.Log2(opt/float64(lo)))
+	for i := max(k-2, 1); i <= k+3; i++ {
+		if t := int(math.Round(float64(lo) * math.Exp2(i/batchSteps))); t <= hi {
+			try(t)
+		}
+	}
 	return b, rel, ok
 }
 
@@ -155,6 +183,7 @@ type Adaptive struct {
 	batches []Batch   // by workers; Global 0 where none splits
 	rel     []float64 // goodput relative to the fit's at the initial batch
 	one     float64   // goodput at the smallest count that runs, relative to the fit at one worker
+	speedup []float64 // Speedup, by workers
 }
 
 // Adapt computes a job's best batch at every count from 1 to maxWorkers
@@ -172,6 +201,12 @@ func (f Fit) Adapt(r BatchRange, gpus, maxWorkers int, noise float64) Adaptive {
 			a.one = rel * f.Speedup(n) / f.Speedup(1)
 		}
 	}
+	a.speedup = make([]float64, maxWorkers+1)
+	if a.one > 0 {
+		for n := 1; n <= maxWorkers; n++ {
+			a.speedup[n] = f.Speedup(n) * a.rel[n] / a.one
+		}
+	}
 	return a
 }
 
@@ -186,10 +221,10 @@ func (a Adaptive) Batch(n int) Batch {
 // Speedup is the goodput at n workers over the goodput at one (at its
 // best batch there); 0 where no batch of the range splits.
 func (a Adaptive) Speedup(n int) float64 {
-	if n < 1 || n >= len(a.rel) || !(a.one > 0) {
+	if n < 1 || n >= len(a.speedup) {
 		return 0
 	}
-	return a.fit.Speedup(n) * a.rel[n] / a.one
+	return a.speedup[n]
 }
 
 // Remaining is the time at one worker (at its best batch) of units epochs

@@ -76,8 +76,8 @@ func TestAdaptiveSpeedup(t *testing.T) {
 	noisy := truth.Adapt(r, 1, 8, 20_000)
 	for n := 1; n <= 8; n++ {
 		// The fit's, but for the initial batch rounded to a multiple of
-		// the GPUs (64 over 3 is 63).
-		if got := still.Speedup(n); !near(got, truth.Speedup(n), 0.02) {
+		// the GPUs (64 over 3 is 63, over 6 is 66).
+		if got := still.Speedup(n); !near(got, truth.Speedup(n), 0.03) {
 			t.Errorf("unknown noise, %d workers: speedup %v, want about the fit's %v", n, got, truth.Speedup(n))
 		}
 		if n > 1 && !(noisy.Speedup(n) > truth.Speedup(n)) {

@@ -9,7 +9,9 @@
 // named the job <metadata.name>-<YYYYMMDD>-<hhmmss> on a 12-hour clock and
 // set JOB_NAME to that name. Here the clock is 24-hour, missing or malformed
 // values are errors that name the variable, and metadata.name becomes the
-// job's category, as in the original.
+// job's category, as in the original. MAX_BATCH_SIZE, which the original
+// did not have, lets Voda choose the batch size from BATCH_SIZE up
+// (spec.batchSize).
 package compat
 
 import (
@@ -41,6 +43,12 @@ const (
 	EnvEpochs      = "EPOCHS"
 	EnvJobPriority = "JOB_PRIORITY"
 	EnvJobName     = "JOB_NAME"
+	// MAX_BATCH_SIZE (with BATCH_SIZE, and optionally
+	// PER_GPU_MAX_BATCH_SIZE) lets Voda choose the job's batch size
+	// (spec.batchSize); the original had no such variables.
+	EnvBatchSize      = "BATCH_SIZE"
+	EnvMaxBatchSize   = "MAX_BATCH_SIZE"
+	EnvPerGPUMaxBatch = "PER_GPU_MAX_BATCH_SIZE"
 )
 
 // NameLayout is the suffix appended to the original job's name: 24-hour
@@ -144,6 +152,10 @@ func FromMPIJob(data []byte, now time.Time) (*v1alpha1.TrainingJob, error) {
 	if spec.Priority, err = env.number(false, EnvJobPriority); err != nil {
 		errs = append(errs, err)
 	}
+	batch, err := env.batchSize()
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) == 0 {
 		if err := spec.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("launcher environment: %w", err))
@@ -179,6 +191,7 @@ func FromMPIJob(data []byte, now time.Time) (*v1alpha1.TrainingJob, error) {
 			Priority:         int32(spec.Priority),
 			Epochs:           int32(spec.Epochs),
 			Category:         base,
+			BatchSize:        batch,
 			Template: v1alpha1.TrainingJobTemplate{MPIJob: &v1alpha1.MPIJobTemplate{
 				SlotsPerWorker:    m.Spec.SlotsPerWorker,
 				MPIImplementation: m.Spec.MPIImplementation,
@@ -363,6 +376,36 @@ func (env environment) number(required bool, names ...string) (int, error) {
 		return 0, fmt.Errorf("launcher env %s is missing (the original also accepted %s)", names[0], strings.Join(names[1:], ", "))
 	}
 	return 0, nil
+}
+
+// batchSize reads the batch range of a job that lets Voda choose its batch
+// size: MAX_BATCH_SIZE, from BATCH_SIZE, at most PER_GPU_MAX_BATCH_SIZE
+// per GPU; nil without MAX_BATCH_SIZE (BATCH_SIZE alone is the script's
+// own, and stays in its environment).
+func (env environment) batchSize() (*v1alpha1.BatchSizeSpec, error) {
+	most, err := env.number(false, EnvMaxBatchSize)
+	if err != nil {
+		return nil, err
+	}
+	perGPU, err := env.number(false, EnvPerGPUMaxBatch)
+	if err != nil {
+		return nil, err
+	}
+	if most == 0 {
+		if _, ok := env[EnvPerGPUMaxBatch]; ok {
+			return nil, fmt.Errorf("launcher env %s is set without %s: set %s (and %s) to let Voda choose the batch size, or remove it",
+				EnvPerGPUMaxBatch, EnvMaxBatchSize, EnvMaxBatchSize, EnvBatchSize)
+		}
+		return nil, nil
+	}
+	initial, err := env.number(false, EnvBatchSize)
+	if err != nil {
+		return nil, err
+	}
+	if initial == 0 {
+		return nil, fmt.Errorf("launcher env %s is missing: %s lets Voda choose the batch size from %s up", EnvBatchSize, EnvMaxBatchSize, EnvBatchSize)
+	}
+	return &v1alpha1.BatchSizeSpec{Initial: int32(initial), Max: int32(most), PerGPUMax: int32(perGPU)}, nil
 }
 
 // setEnv sets or replaces a literal environment variable.

@@ -112,6 +112,12 @@ func TestBadInput(t *testing.T) {
 		{"bad priority", mpiJob("a", "v100", env("1", "2")+`
             - {name: JOB_PRIORITY, value: "high"}`), `JOB_PRIORITY="high"`},
 		{"no launcher", strings.Replace(mpiJob("a", "v100", env("1", "2")), "Launcher:", "Launcherx:", 1), "Launcher with a container is missing"},
+		{"max batch without batch", mpiJob("a", "v100", env("1", "2")+`
+            - {name: MAX_BATCH_SIZE, value: "1024"}`), "BATCH_SIZE is missing: MAX_BATCH_SIZE lets Voda choose"},
+		{"per-GPU batch alone", mpiJob("a", "v100", env("1", "2")+`
+            - {name: PER_GPU_MAX_BATCH_SIZE, value: "64"}`), "PER_GPU_MAX_BATCH_SIZE is set without MAX_BATCH_SIZE"},
+		{"bad max batch", mpiJob("a", "v100", env("1", "2")+`
+            - {name: MAX_BATCH_SIZE, value: "lots"}`), `MAX_BATCH_SIZE="lots"`},
 	}
 	cases = append(cases, unhonouredCases(env("1", "4"))...)
 	for _, c := range cases {
@@ -285,5 +291,30 @@ func TestSeveralGPUTypes(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want it to say %q", name, err, c.want)
 		}
+	}
+}
+
+// MAX_BATCH_SIZE and BATCH_SIZE in the launcher's environment let Voda
+// choose the batch size; BATCH_SIZE alone stays the script's own.
+func TestBatchSizeEnvironment(t *testing.T) {
+	env := `
+            - {name: MIN_NUM_PROC, value: "1"}
+            - {name: MAX_NUM_PROC, value: "4"}
+            - {name: BATCH_SIZE, value: "128"}`
+	tj, err := compat.FromMPIJob([]byte(mpiJob("a", "v100", env)), now)
+	if err != nil || tj.Spec.BatchSize != nil {
+		t.Fatalf("BATCH_SIZE alone: %v, batch size %+v; want the job's own", err, tj.Spec.BatchSize)
+	}
+	tj, err = compat.FromMPIJob([]byte(mpiJob("a", "v100", env+`
+            - {name: MAX_BATCH_SIZE, value: "2048"}
+            - {name: PER_GPU_MAX_BATCH_SIZE, value: "256"}`)), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := tj.Spec.BatchSize; b == nil || *b != (v1alpha1.BatchSizeSpec{Initial: 128, Max: 2048, PerGPUMax: 256}) {
+		t.Errorf("batch size %+v, want 128 to 2048, 256 per GPU", b)
+	}
+	if err := tj.Validate(); err != nil {
+		t.Errorf("the converted job: %v", err)
 	}
 }

@@ -535,7 +535,7 @@ func testLifecycle(t *testing.T, e *apiEnv) {
 		t.Errorf("get jobs: %d\n%s", code, out)
 	}
 	code, out = e.voda(t, "root", "get", "jobs", "-o", "wide", "--status", "running")
-	if code != 0 || !strings.Contains(out, "SUBMITTER") || !regexpMatch(`life +Running .* 1-4 +MPIJob +0 +alice +api-gpu-\d`, out) {
+	if code != 0 || !strings.Contains(out, "SUBMITTER") || !regexpMatch(`life +Running .* 1-4 +MPIJob +0 +alice +- +api-gpu-\d`, out) {
 		t.Errorf("admin get jobs -o wide: %d\n%s", code, out)
 	}
 	code, out = e.voda(t, "alice", "get", "job", "life", "-o", "json")

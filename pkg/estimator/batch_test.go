@@ -26,10 +26,12 @@ func TestBatchTime(t *testing.T) {
 	if got := truth.BatchTime(4, 64, 64); got != 1 {
 		t.Errorf("the initial batch: %v, want 1", got)
 	}
-	// The default shape's shares, whatever the fit's: at 4 workers f =
-	// 0.05 + 0.95/4 + 0.015 = 0.3025, of which 0.2375 is per sample; at 4×
-	// the batch the per-step 0.065 is paid a quarter as often.
-	want := (0.2375 + 0.065/4) / 0.3025
+	// The default shape's shares scaled by PerStepShare, whatever the
+	// fit's: at 4 workers per step ¼·(0.05 + 0.015), per sample
+	// (1 − 0.0125)/4; at 4× the batch the per-step part is paid a quarter
+	// as often.
+	p, q := (1-0.0125)/4, 0.065/4
+	want := (p + q/4) / (p + q)
 	if got := truth.BatchTime(4, 64, 256); !near(got, want, 1e-12) {
 		t.Errorf("4× the batch at 4 workers: %v, want %v", got, want)
 	}
@@ -45,14 +47,15 @@ func TestBestBatch(t *testing.T) {
 	if !ok || b.Global != 4096 || !(rel > 1) {
 		t.Errorf("much noise: %+v (goodput %v), want the largest batch, more goodput", b, rel)
 	}
-	// A noise scale between: neither end.
-	b, _, _ = truth.Best(r, 4, 1, 300)
-	if b.Global <= 64 || b.Global >= 4096 {
-		t.Errorf("noise scale 300: batch %d, want one inside the range", b.Global)
+	// A noise scale between: neither end (the optimum is √(B·q·M0/p),
+	// about 355 here).
+	b, _, _ = truth.Best(r, 4, 1, 30_000)
+	if b.Global <= 256 || b.Global >= 512 {
+		t.Errorf("noise scale 30 000: batch %d, want one near 355", b.Global)
 	}
 	// Per-GPU limit: accumulation, at most MaxAccumulation steps.
 	r = estimator.BatchRange{Initial: 64, Max: 4096, PerGPUMax: 32}
-	b, _, ok = truth.Best(r, 2, 1, 100_000)
+	b, _, ok = truth.Best(r, 2, 1, 1e8)
 	if !ok || b.Local > 32 || b.Global != b.Local*2*b.Accumulation || b.Accumulation > estimator.MaxAccumulation || b.Global != 512 {
 		t.Errorf("2 GPUs of 32 samples: %+v, want 512 in 8 micro-steps of 32", b)
 	}

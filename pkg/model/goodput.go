@@ -44,9 +44,7 @@ type statWork interface {
 const maxNoise = 1e9
 
 func (w *exactWork) noiseAt(e int, batch float64) float64 {
-	e = min(max(e, 0), len(w.dTarget)-1)
-	i, j, t := bracket(w.batches, batch)
-	sqr, vr := lerp(w.sqr[i][e], w.sqr[j][e], t), lerp(w.vr[i][e], w.vr[j][e], t)
+	sqr, vr := w.statsAt(e, batch)
 	if !(sqr > 0) {
 		return maxNoise
 	}
@@ -54,13 +52,7 @@ func (w *exactWork) noiseAt(e int, batch float64) float64 {
 }
 
 func (w *fittedWork) noiseAt(e int, batch float64) float64 {
-	n := len(w.noise.Done)
-	k := 0
-	for k < n-1 && stretchStart(k+1, n, w.epochs) <= e {
-		k++
-	}
-	i, j, t := bracket(w.logBatches, math.Log(batch))
-	return min(math.Exp(lerp(w.noise.LogPhi[k][i], w.noise.LogPhi[k][j], t)), maxNoise)
+	return min(w.phiAt(e, batch), maxNoise)
 }
 
 // NoiseScale returns the gradient noise scale, in samples, a job at global
@@ -92,9 +84,15 @@ func (w *exactWork) epochOf(progress float64) (int, float64) {
 }
 
 func (w *exactWork) gainAt(e int, batch float64) float64 {
+	sqr, vr := w.statsAt(e, batch)
+	return gain(sqr, vr, batch/w.m0)
+}
+
+// statsAt is grad_sqr and grad_var in epoch e, interpolated to batch.
+func (w *exactWork) statsAt(e int, batch float64) (sqr, vr float64) {
 	e = min(max(e, 0), len(w.dTarget)-1)
 	i, j, t := bracket(w.batches, batch)
-	return gain(lerp(w.sqr[i][e], w.sqr[j][e], t), lerp(w.vr[i][e], w.vr[j][e], t), batch/w.m0)
+	return lerp(w.sqr[i][e], w.sqr[j][e], t), lerp(w.vr[i][e], w.vr[j][e], t)
 }
 
 // Adaptive reports whether the model knows its statistical efficiency
@@ -291,12 +289,17 @@ func (w *fittedWork) epochOf(progress float64) (int, float64) {
 }
 
 func (w *fittedWork) gainAt(e int, batch float64) float64 {
+	phi := w.phiAt(e, batch)
+	return (phi + 1) / (phi/(batch/w.m0) + 1)
+}
+
+// phiAt is the noise scale of epoch e's stretch, interpolated to batch.
+func (w *fittedWork) phiAt(e int, batch float64) float64 {
 	n := len(w.noise.Done)
 	k := 0
 	for k < n-1 && stretchStart(k+1, n, w.epochs) <= e {
 		k++
 	}
 	i, j, t := bracket(w.logBatches, math.Log(batch))
-	phi := math.Exp(lerp(w.noise.LogPhi[k][i], w.noise.LogPhi[k][j], t))
-	return (phi + 1) / (phi/(batch/w.m0) + 1)
+	return math.Exp(lerp(w.noise.LogPhi[k][i], w.noise.LogPhi[k][j], t))
 }

@@ -127,14 +127,20 @@ func (c *Controller) recoverBatch(tj *v1alpha1.TrainingJob, rt *workload, child 
 	}
 	c.estMu.Lock()
 	defer c.estMu.Unlock()
-	id := jobID(client.ObjectKeyFromObject(tj))
-	b := c.batches[id]
-	if b == nil {
-		b = c.adapt(tj, c.est.Estimate(string(id), category(tj)))
-	}
-	if b.table == nil {
+	if b := c.batchState(tj); b.table == nil {
 		b.recover(tj, rt, child)
 	}
+}
+
+// batchState is what the controller keeps of a job that lets it choose its
+// batch size, made from the latest estimate if it has nothing yet. The
+// caller holds estMu.
+func (c *Controller) batchState(tj *v1alpha1.TrainingJob) *batchState {
+	id := jobID(client.ObjectKeyFromObject(tj))
+	if b := c.batches[id]; b != nil {
+		return b
+	}
+	return c.adapt(tj, c.est.Estimate(string(id), category(tj)))
 }
 
 // formatBatchSizes is the text of a table (index: workers; counts with no
@@ -190,11 +196,7 @@ func (c *Controller) batchSizes(tj *v1alpha1.TrainingJob) string {
 	}
 	c.estMu.Lock()
 	defer c.estMu.Unlock()
-	id := jobID(client.ObjectKeyFromObject(tj))
-	b := c.batches[id]
-	if b == nil {
-		b = c.adapt(tj, c.est.Estimate(string(id), category(tj)))
-	}
+	b := c.batchState(tj)
 	t := make([]estimator.Batch, int(tj.Spec.MaxWorkers)+1)
 	for n := 1; n < len(t); n++ {
 		t[n] = b.best.Batch(n)

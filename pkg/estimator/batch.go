@@ -97,12 +97,12 @@ func split(target, gpus, perGPUMax, perGPUMin, hi int) (Batch, bool) {
 }
 
 // BatchTime is T(n, M)/T(n, M0): how much of an epoch's time at n workers
-// a batch of batch samples leaves, against the initial batch. Its
-// per-step share is DefaultShape's, not the job's fitted shape: epochs at
-// one batch cannot tell a per-step cost from a per-sample one, and times
-// brought back to the initial batch by a fitted shape feed that fit (in
-// the simulator a job's fitted serial fraction ran up to 0.95 so).
-func (f Fit) BatchTime(n, initial, batch int) float64 {
+// a batch of batch samples leaves, against the initial batch. Its shares
+// are fixed (batchShares), not a job's fitted shape: epochs at one batch
+// cannot tell a per-step cost from a per-sample one, and times brought
+// back to the initial batch by a fitted shape feed that fit (in the
+// simulator a job's fitted serial fraction ran up to 0.95 so).
+func BatchTime(n, initial, batch int) float64 {
 	if n < 1 || initial <= 0 || batch <= 0 {
 		return 1
 	}
@@ -153,7 +153,7 @@ func (f Fit) Best(r BatchRange, n, gpus int, noise float64) (b Batch, rel float6
 			return
 		}
 		c.Efficiency = Efficiency(noise, r.Initial, c.Global)
-		g := c.Efficiency / f.BatchTime(n, r.Initial, c.Global)
+		g := c.Efficiency / BatchTime(n, r.Initial, c.Global)
 		if !ok || g > rel || (g == rel && c.Global < b.Global) {
 			b, rel, ok = c, g, true
 		}
@@ -256,7 +256,7 @@ func (a Adaptive) Relative(n, batch int) float64 {
 	if n < 1 || n >= len(a.rel) || !(a.rel[n] > 0) || batch < 1 {
 		return 0
 	}
-	return Efficiency(a.noise, a.initial, batch) / a.fit.BatchTime(n, a.initial, batch) / a.rel[n]
+	return Efficiency(a.noise, a.initial, batch) / BatchTime(n, a.initial, batch) / a.rel[n]
 }
 
 // RetuneSaving is how many seconds a job at n workers running a global

@@ -16,7 +16,7 @@ func (f Fit) bestByGrid(r BatchRange, n, gpus int, noise float64) (b Batch, rel 
 			return
 		}
 		c.Efficiency = Efficiency(noise, r.Initial, c.Global)
-		if g := c.Efficiency / f.BatchTime(n, r.Initial, c.Global); !ok || g > rel || (g == rel && c.Global < b.Global) {
+		if g := c.Efficiency / BatchTime(n, r.Initial, c.Global); !ok || g > rel || (g == rel && c.Global < b.Global) {
 			b, rel, ok = c, g, true
 		}
 	}

@@ -23,7 +23,7 @@ func TestEfficiency(t *testing.T) {
 }
 
 func TestBatchTime(t *testing.T) {
-	if got := truth.BatchTime(4, 64, 64); got != 1 {
+	if got := estimator.BatchTime(4, 64, 64); got != 1 {
 		t.Errorf("the initial batch: %v, want 1", got)
 	}
 	// The default shape's shares scaled by PerStepShare, whatever the
@@ -32,7 +32,7 @@ func TestBatchTime(t *testing.T) {
 	// as often.
 	p, q := (1-0.0125)/4, 0.065/4
 	want := (p + q/4) / (p + q)
-	if got := truth.BatchTime(4, 64, 256); !near(got, want, 1e-12) {
+	if got := estimator.BatchTime(4, 64, 256); !near(got, want, 1e-12) {
 		t.Errorf("4× the batch at 4 workers: %v, want %v", got, want)
 	}
 }

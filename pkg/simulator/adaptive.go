@@ -192,8 +192,7 @@ func (r *run) learnAdaptive(id api.JobID, ji *jobInfo, t time.Time) error {
 	e, _ := a.model.Epoch(done)
 	if r.cluster.Productive(id, t) && a.batch > 0 {
 		n, _ := r.cluster.Workers(id)
-		prior := r.est.Estimate(ji.Name, ji.category)
-		perUnit := r.cluster.StepSeconds(id) * float64(m0) / float64(a.batch) / prior.BatchTime(n, m0, a.batch)
+		perUnit := r.cluster.StepSeconds(id) * float64(m0) / float64(a.batch) / estimator.BatchTime(n, m0, a.batch)
 		r.est.Observe(ji.Name, ji.category, estimator.Observation{Workers: n, Seconds: perUnit})
 		b := a.model.NoiseScale(e, a.batch)
 		if a.noise >= 0 {

@@ -72,32 +72,22 @@ func (e *engine) learn(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 	}
 	c.learned[id] = p.Reports
 	r := batchRange(tj)
-	// Epochs at another batch than the initial one count at the initial
-	// one (estimator.Fit.BatchTime), by the shape fitted so far.
-	shape := c.est.Estimate(string(id), category(tj))
-	observe := func() {
-		obs := make([]estimator.Observation, 0, len(p.EpochTimes))
-		for _, et := range p.EpochTimes {
-			// Only this type's epochs: a job of several types runs at
-			// another speed on each.
-			if et.GPUType != "" && et.GPUType != string(e.gpuType) {
-				continue
-			}
-			secs := float64(et.Millis) / 1000
-			if r != nil && et.Batch > 0 {
-				secs /= shape.BatchTime(int(et.Workers), r.Initial, int(et.Batch))
-			}
-			obs = append(obs, estimator.Observation{Workers: int(et.Workers), Seconds: secs, Weight: float64(et.Epochs)})
+	obs := make([]estimator.Observation, 0, len(p.EpochTimes))
+	for _, et := range p.EpochTimes {
+		// Only this type's epochs: a job of several types runs at
+		// another speed on each.
+		if et.GPUType != "" && et.GPUType != string(e.gpuType) {
+			continue
 		}
-		c.est.Replace(string(id), category(tj), obs)
+		secs := float64(et.Millis) / 1000
+		if r != nil && et.Batch > 0 {
+			// At the initial batch, for a job that lets Voda choose it.
+			secs /= estimator.BatchTime(int(et.Workers), r.Initial, int(et.Batch))
+		}
+		obs = append(obs, estimator.Observation{Workers: int(et.Workers), Seconds: secs, Weight: float64(et.Epochs)})
 	}
-	observe()
+	c.est.Replace(string(id), category(tj), obs)
 	fit := c.est.Estimate(string(id), category(tj))
-	if r != nil && fit.Shape != shape.Shape {
-		shape = fit
-		observe()
-		fit = c.est.Estimate(string(id), category(tj))
-	}
 	speedup, remaining := fit.Speedup, -1.0
 	if b := c.adapt(tj, fit); b != nil {
 		speedup = b.best.Speedup

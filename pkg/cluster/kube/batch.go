@@ -56,10 +56,11 @@ type batchState struct {
 	// (index: workers), and sizes its text; nil before the first start.
 	table []estimator.Batch
 	sizes string
-	// retune says why the job should restart for a batch change alone;
-	// retunes counts those restarts.
-	retune  string
-	retunes int32
+	// retune says why the job should restart for a batch change alone,
+	// at retuneAt workers; retunes counts those restarts.
+	retune   string
+	retuneAt int
+	retunes  int32
 }
 
 // batchRange is a job's range, nil for a job with a batch of its own.
@@ -313,8 +314,8 @@ func (c *Controller) retuneDue(tj *v1alpha1.TrainingJob, id api.JobID, n int32, 
 	c.estMu.Lock()
 	defer c.estMu.Unlock()
 	b := c.batches[id]
-	if b == nil || b.retune == "" {
-		return ""
+	if b == nil || b.retune == "" || b.retuneAt != int(n) {
+		return "" // none, or found for another size than the job now has
 	}
 	why := b.retune
 	b.retune = ""

@@ -103,7 +103,7 @@ func (e *engine) learn(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 			restart = defaultRestart.Seconds()
 		}
 		// convergeRunning, next in this reconcile, restarts the job.
-		b.retune = b.retuneWorth(int(tj.Status.Workers), remaining, restart)
+		b.retune, b.retuneAt = b.retuneWorth(int(tj.Status.Workers), remaining, restart), int(tj.Status.Workers)
 	} else if tj.Spec.Epochs > 0 {
 		remaining = fit.Remaining(float64(max(tj.Spec.Epochs-p.Epoch, 0)))
 	}

@@ -16,17 +16,19 @@ import (
 // Empirical Model of Large-Batch Training", 2018: a step at M makes
 // (B/M0 + 1)/(B/M + 1) times the progress of a step at M0, and an epoch at
 // M takes M0/M as many steps). B = tr(Σ)/|G|², the per-sample gradient
-// variance over the squared gradient, is what the job's reports measure
-// (Noise); without a report, B is taken to be 0 (E(M) = M0/M), so a job
-// stays at M0 until it has measured its noise.
+// variance over the squared gradient, is what the job's reports measure;
+// without a report, B is taken to be 0 (E(M) = M0/M), so a job stays at
+// M0 until it has measured its noise.
 //
 // T(n, M) scales the estimator's time per epoch at n workers, measured at
-// M0, by what a larger batch saves: of the shape's f(n) = s + (1−s)/n +
-// c·(n−1), the part (1−s)/n is work per sample and does not change with
-// the batch; s and c·(n−1) are paid once per step (the optimiser's step,
-// the gradients' all-reduce) and an epoch at M takes M0/M as many steps:
+// M0, by what a larger batch saves: an epoch's per-sample share p does not
+// change with the batch, its per-step share q (the optimiser's step, the
+// gradients' all-reduce) is paid once per step, and an epoch at M takes
+// M0/M as many steps:
 //
-//	T(n, M) = T(n, M0) · ((1−s)/n + (s + c·(n−1))·M0/M) / f(n)
+//	T(n, M) = T(n, M0) · (p + q·M0/M) / (p + q)
+//
+// The shares are fixed (batchShares, PerStepShare), not the job's fit.
 //
 // A per-GPU batch above the job's PerGPUMax runs as gradient accumulation:
 // as many micro-steps as needed, MaxAccumulation at most, each of the same

@@ -1,12 +1,17 @@
 package kube
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 )
@@ -126,4 +131,41 @@ func childOf(tj *v1alpha1.TrainingJob, gvk schema.GroupVersionKind, spec map[str
 	u.SetLabels(map[string]string{v1alpha1.JobLabel: tj.Name})
 	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(tj, v1alpha1.GroupVersion.WithKind("TrainingJob"))})
 	return u
+}
+
+// resumeChild resumes a suspended child on workers workers; a job that
+// lets Voda choose its batch size gets the batch sizes chosen now.
+func (c *Controller) resumeChild(ctx context.Context, tj *v1alpha1.TrainingJob, rt *workload, child *unstructured.Unstructured, workers int32) error {
+	p := rt.patch(false, workers)
+	if sizes := c.batchSizes(tj); sizes != "" {
+		specs := p["spec"].(map[string]any)
+		ours := specs[rt.replicas[1]].(map[string]any)
+		for role, v := range rt.templatesAnnotation(child, sizes) {
+			if m, ok := ours[role].(map[string]any); ok {
+				maps.Copy(m, v.(map[string]any))
+			} else {
+				ours[role] = v
+			}
+		}
+	}
+	patch, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if err := c.client.Patch(ctx, child, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("resume %s %s: %w", rt.kind, child.GetName(), err)
+	}
+	return nil
+}
+
+// patchChild sets a child workload's suspension and worker replicas.
+func (c *Controller) patchChild(ctx context.Context, rt *workload, child *unstructured.Unstructured, suspend bool, workers int32) error {
+	patch, err := json.Marshal(rt.patch(suspend, workers))
+	if err != nil {
+		return err
+	}
+	if err := c.client.Patch(ctx, child, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("patch %s %s: %w", rt.kind, child.GetName(), err)
+	}
+	return nil
 }

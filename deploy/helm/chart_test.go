@@ -45,6 +45,7 @@ scheduler:
   typeChoicePeriod: 1m
   typeChoiceDwell: 20m
   gangTimeout: 2m
+  operatorIdle: 90s
   gangScheduler: volcano
   gangSchedulerName: volcano-gpu
   gangQueue: research
@@ -161,7 +162,7 @@ func TestChartRendersWhatItPromises(t *testing.T) {
 	full := render(allOptions).Spec.Template.Spec.Containers[0]
 	for _, want := range []string{"--algorithm=Tiresias", "--rate-limit=10s", "--gpu-types=nvidia-tesla-v100,nvidia-gtx-1080ti",
 		"--namespace=ml", "--api-namespace=ml", "--api-addr=:8443", "--api-auth=static", "--api-token-file=/etc/voda/tokens/tokens.csv",
-		"--api-admin-groups=ml-admins", "--api-tls-cert-file=/etc/voda/tls/tls.crt", "--metrics-addr=:9090", "--api-max-body-bytes=262144", "--ui=false", "--metrics-dir=/metrics", "--gang-timeout=2m", "--verbose",
+		"--api-admin-groups=ml-admins", "--api-tls-cert-file=/etc/voda/tls/tls.crt", "--metrics-addr=:9090", "--api-max-body-bytes=262144", "--ui=false", "--metrics-dir=/metrics", "--gang-timeout=2m", "--operator-idle=90s", "--verbose",
 		"--gang-scheduler=volcano", "--gang-scheduler-name=volcano-gpu", "--gang-queue=research",
 		"--accelerator=amd-mi300x=amd.com/gpu", "--accelerator=cpu-pool=cpu",
 		"--policy-param=tiresias.thresholds=16h", "--policy-param=tiresias.promote-knob=0",

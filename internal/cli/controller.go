@@ -96,6 +96,7 @@ are refused by name.`,
 				{"--status-sync", o.SyncPeriod, kube.DefaultSyncPeriod},
 				{"--metrics-scan", o.MetricsScan, kube.DefaultMetricsScan},
 				{"--gang-timeout", o.GangTimeout, kube.DefaultGangTimeout},
+				{"--operator-idle", o.OperatorIdle, kube.DefaultOperatorIdle},
 			} {
 				if d.v <= 0 {
 					return usageError{fmt.Errorf("%s %v: must be a positive duration (the default is %v)", d.flag, d.v, d.deflt)}
@@ -173,6 +174,7 @@ are refused by name.`,
 	f.StringVar(&o.MetricsDir, "metrics-dir", "", "directory of the original Voda's per-job metrics CSV files (<job>.csv, one row per epoch); read into the jobs' progress")
 	f.DurationVar(&o.MetricsScan, "metrics-scan", kube.DefaultMetricsScan, "how often --metrics-dir is read")
 	f.DurationVar(&o.GangTimeout, "gang-timeout", kube.DefaultGangTimeout, "how long a job's workers may take to all run after a start, resize or migration before the job gives its GPUs back and is requeued")
+	f.DurationVar(&o.OperatorIdle, "operator-idle", kube.DefaultOperatorIdle, "how long a runtime's operator may create no pod before it counts as idle: until then, and unless it reports failing to create a job's pods, the gang timeout waits for workers that have no pod yet")
 	f.StringVar(&o.Gang.Scheduler, "gang-scheduler", kube.GangNone, "who binds the jobs' pods as a gang: none (Voda's own gated placement and the default scheduler), scheduler-plugins (coscheduling; Voda makes a scheduling.x-k8s.io PodGroup per job) or volcano (a scheduling.volcano.sh PodGroup per job); see docs/gang-scheduling.md")
 	f.StringVar(&o.Gang.SchedulerName, "gang-scheduler-name", "", "schedulerName of the jobs' pods under --gang-scheduler (default "+kube.DefaultSchedulerPluginsName+" or "+kube.DefaultVolcanoName+")")
 	f.StringVar(&o.Gang.Queue, "gang-queue", "", "Volcano queue of the jobs' PodGroups (default: the queue named "+kube.DefaultVolcanoQueue+"; only with --gang-scheduler=volcano)")

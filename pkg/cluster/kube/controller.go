@@ -86,6 +86,10 @@ type Options struct {
 	// start, resize or migration before the job gives its GPUs back and is
 	// requeued; zero means 5 minutes.
 	GangTimeout time.Duration
+	// OperatorIdle is how long a runtime's operator may create no pod
+	// before the gang clock of a job whose workers have no pod yet counts
+	// again (operators.go); zero means DefaultOperatorIdle.
+	OperatorIdle time.Duration
 	// Gang names the gang scheduler that binds the jobs' pods, if any
 	// (docs/gang-scheduling.md); the zero value is Voda's own gang.
 	Gang Gang
@@ -114,6 +118,8 @@ type Controller struct {
 
 	// reader reads around the cache (the progress key's Secret).
 	reader client.Reader
+	// namespace is the one namespace the manager's cache watches, if any.
+	namespace string
 	// foreign caches the pods that are not Voda's, to count the GPUs they
 	// hold on Voda's nodes; nil counts none.
 	foreign cache.Cache
@@ -127,6 +133,8 @@ type Controller struct {
 	// disrupted holds jobs restarting after an action (for the metric of
 	// GPU time lost to restarts); guarded by estMu too.
 	disrupted map[api.JobID]disruption
+	// ops is what the controller sees of the runtimes' operators.
+	ops *operators
 	// workersSeen is what each running job's reconciler last saw of its
 	// workers, for the status; guarded by estMu too.
 	workersSeen map[api.JobID]seen
@@ -211,6 +219,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		est:         estimator.New(),
 		learned:     map[api.JobID]int32{},
 		disrupted:   map[api.JobID]disruption{},
+		ops:         newOperators(opts.OperatorIdle),
 		batches:     map[api.JobID]*batchState{},
 		workersSeen: map[api.JobID]seen{},
 		installed:   map[string]bool{},

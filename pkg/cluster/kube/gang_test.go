@@ -300,3 +300,44 @@ func testGangTimeout(t *testing.T, k *cluster) {
 	k.occupyCPU(t, ns, nodes[0], false)
 	k.waitSettled(t, ns, "stuck", 2)
 }
+
+// testGangTimeoutNoPods: the gang timeout waits for workers that have no
+// pod while their operator is busy, but not when the operator says it
+// cannot create them. A quota of one pod lets mpi-operator create the
+// first worker of a two-worker job and refuses the second; the operator
+// counts as busy all along (OperatorIdle of an hour), so only its Warning
+// Event lets the timeout give the GPUs back. Without the quota the job runs.
+func testGangTimeoutNoPods(t *testing.T, k *cluster) {
+	const ns, gpu = "gangnopods", "gangnopods-gpu"
+	k.scenario(t, ns, gpu, 1, 2)
+	ctx := context.Background()
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "one-pod"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}},
+	}
+	k.create(t, quota)
+	// Admission enforces a quota once the quota controller has counted it.
+	err := testenv.PollUntil(ctx, 60*time.Second, "the quota counted", func(ctx context.Context) (bool, error) {
+		err := k.c.Get(ctx, client.ObjectKeyFromObject(quota), quota)
+		return err == nil && quota.Status.Hard != nil, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := controllerOpts(t, gpu)
+	o.GangTimeout = 3 * time.Second
+	o.OperatorIdle = time.Hour
+	k.startController(t, o)
+	k.create(t, newJob(ns, "stuck", gpu, 2, 2))
+	const want = "2 of 2 workers not running 3s after they were placed; 1 without a pod (MPIJob stuck: MPIJobFailed: worker pod created failed: "
+	err = testenv.PollUntil(ctx, 90*time.Second, "a GangTimeout event naming the quota", func(ctx context.Context) (bool, error) {
+		return k.hasEvent(ctx, ns, "stuck", "GangTimeout", want) && k.hasEvent(ctx, ns, "stuck", "GangTimeout", "exceeded quota"), nil
+	})
+	if err != nil {
+		t.Fatalf("%v; events %q", err, k.events(t, ns, "stuck"))
+	}
+	if err := k.c.Delete(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	k.waitSettled(t, ns, "stuck", 2)
+}

@@ -47,6 +47,7 @@ func TestIntegrationController(t *testing.T) {
 	t.Run("Seed003", func(t *testing.T) { testSeed003(t, k) })
 	t.Run("Contention", func(t *testing.T) { testContention(t, k) })
 	t.Run("GangTimeout", func(t *testing.T) { testGangTimeout(t, k) })
+	t.Run("GangTimeoutNoPods", func(t *testing.T) { testGangTimeoutNoPods(t, k) })
 	t.Run("Unschedulable", func(t *testing.T) { testUnschedulable(t, k) })
 	t.Run("GangSchedulerPlugins", func(t *testing.T) { testGangSchedulerPlugins(t, k) })
 	t.Run("GangTimeoutUnderGangScheduler", func(t *testing.T) { testGangTimeoutUnderGangScheduler(t, k) })

@@ -110,6 +110,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, *Controlle
 		return nil, nil, err
 	}
 	c.reader = mgr.GetAPIReader()
+	c.namespace = opts.Namespace
 	foreign, err := newForeignCache(context.Background(), cfg, cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}, opts.Accelerators.Resources())
 	if err != nil {
 		return nil, nil, err

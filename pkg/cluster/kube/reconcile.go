@@ -50,6 +50,9 @@ func (c *Controller) Setup(mgr ctrl.Manager) error {
 		c.installed[r.kind] = true
 		jobs = jobs.Owns(r.object())
 	}
+	if err := c.watchOperators(mgr); err != nil {
+		return err
+	}
 	err := jobs.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToJob)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(reconcile.Func(c.reconcileJob))
@@ -523,7 +526,7 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 		if err := c.showRunning(ctx, tj, id, seen{why: msg}); err != nil {
 			return 0, err
 		}
-		if recheck, err := c.checkGang(ctx, tj, id, int(n)); recheck <= 0 || err != nil {
+		if recheck, err := c.checkGang(ctx, tj, rt, id, int(n), 0); recheck <= 0 || err != nil {
 			return 0, err
 		}
 		return time.Second, nil
@@ -589,10 +592,16 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 		c.runningAgain(id, api.GPUType(tj.CurrentGPUType()), true)
 		return 0, nil
 	}
-	if recheck, err := c.checkGang(ctx, tj, id, int(n)-running); recheck <= 0 || err != nil {
+	noPod := 0
+	for _, ok := range present {
+		if !ok {
+			noPod++
+		}
+	}
+	if recheck, err := c.checkGang(ctx, tj, rt, id, int(n)-running, noPod); recheck <= 0 || err != nil {
 		return 0, err
 	}
-	if slices.Contains(present, false) {
+	if noPod > 0 {
 		return c.opts.GangTimeout, nil // gang: nothing is ungated before every worker has a pod
 	}
 	if len(waiting) == 0 { // all ungated, not all running yet
@@ -632,9 +641,11 @@ func (c *Controller) showRunning(ctx context.Context, tj *v1alpha1.TrainingJob, 
 // checkGang requeues a job whose gang has not all run for GangTimeout since
 // its last start, resize or migration (say, GPUs taken by something else in
 // the meantime, a node that refuses the pods): its GPUs go back and it
-// waits for the next rescheduling, with a Warning Event saying why. It
-// returns 0 once it did, else how long until the timeout.
-func (c *Controller) checkGang(ctx context.Context, tj *v1alpha1.TrainingJob, id api.JobID, notRunning int) (time.Duration, error) {
+// waits for the next rescheduling, with a Warning Event saying why. While
+// noPod of its workers have no pod and the runtime's operator is busy
+// creating other pods, the timeout waits for it (operators.go). It
+// returns 0 once it requeued the job, else when to look again.
+func (c *Controller) checkGang(ctx context.Context, tj *v1alpha1.TrainingJob, rt *workload, id api.JobID, notRunning, noPod int) (time.Duration, error) {
 	c.estMu.Lock()
 	d, ok := c.disrupted[id]
 	c.estMu.Unlock()
@@ -648,8 +659,18 @@ func (c *Controller) checkGang(ctx context.Context, tj *v1alpha1.TrainingJob, id
 	if left := c.opts.GangTimeout - time.Since(d.since); left > 0 {
 		return left, nil
 	}
-	gt := api.GPUType(tj.CurrentGPUType())
 	reason := fmt.Sprintf("%d of %d workers not running %s after they were placed", notRunning, tj.Status.Workers, c.opts.GangTimeout)
+	if noPod > 0 {
+		wait, said := c.ops.waiting(childKey{rt.kind, tj.Namespace, tj.Name}, d.since, time.Now())
+		if wait {
+			return c.ops.idle, nil
+		}
+		reason += fmt.Sprintf("; %d without a pod", noPod)
+		if said != "" {
+			reason += fmt.Sprintf(" (%s %s: %s)", rt.kind, tj.Name, said)
+		}
+	}
+	gt := api.GPUType(tj.CurrentGPUType())
 	e := c.engineFor(gt)
 	err := e.loop.Do(ctx, func(en *scheduler.Engine) error {
 		if err := en.Step(scheduler.JobStalled{ID: id, Reason: reason}); err != nil {

@@ -18,6 +18,7 @@ func TestControllerRejectsBadFlags(t *testing.T) {
 		{[]string{"controller", "--type-choice-period", "0s"}, "--type-choice-period 0s: must be a positive duration (the default is 30s)"},
 		{[]string{"controller", "--type-choice-dwell", "-1m"}, "--type-choice-dwell -1m0s: must be a positive duration (the default is 10m0s)"},
 		{[]string{"controller", "--gang-timeout", "0s"}, "--gang-timeout 0s: must be a positive duration (the default is 5m0s)"},
+		{[]string{"controller", "--operator-idle", "-1s"}, "--operator-idle -1s: must be a positive duration (the default is 1m0s)"},
 		{[]string{"controller", "--status-sync", "-5s"}, "--status-sync -5s: must be a positive duration"},
 		{[]string{"controller", "--metrics-scan", "0"}, "--metrics-scan 0s: must be a positive duration"},
 		{[]string{"controller", "--rate-limit", "soon"}, "invalid argument"},

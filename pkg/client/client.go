@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -156,17 +157,38 @@ type JobFilter struct {
 	Status, GPUType, User string
 }
 
-// ListJobs lists the jobs the caller may see.
+// ListJobs lists the jobs the caller may see, reading every page.
 func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]v1alpha1.TrainingJob, error) {
+	var all []v1alpha1.TrainingJob
+	cont := ""
+	for {
+		l, err := c.ListJobsPage(ctx, f, 0, cont)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, l.Items...)
+		if cont = l.Continue; cont == "" {
+			return all, nil
+		}
+	}
+}
+
+// ListJobsPage reads one page of the list: up to limit jobs (0: the
+// server's default) from where the continue token of the page before
+// says (empty: the first page).
+func (c *Client) ListJobsPage(ctx context.Context, f JobFilter, limit int, cont string) (rest.JobList, error) {
 	q := url.Values{}
-	for k, v := range map[string]string{"status": f.Status, "gpuType": f.GPUType, "user": f.User} {
+	for k, v := range map[string]string{"status": f.Status, "gpuType": f.GPUType, "user": f.User, "continue": cont} {
 		if v != "" {
 			q.Set(k, v)
 		}
 	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
 	var l rest.JobList
 	err := c.do(ctx, http.MethodGet, "/api/v1/jobs", q, nil, "", &l)
-	return l.Items, err
+	return l, err
 }
 
 // GetJob reads one job.

@@ -149,12 +149,13 @@ func (s *Server) knownGPUType(r *http.Request, field, gpuType string) error {
 	return errorf(http.StatusBadRequest, "%s %q: no node has this GPU type; the cluster has %s", field, gpuType, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 }
 
-// listJobs is GET /api/v1/jobs?status=&gpuType=&user=.
+// listJobs is GET /api/v1/jobs?status=&gpuType=&user=&limit=&continue=:
+// one page of the jobs that pass the filters (listpage.go).
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, u User) error {
 	q := r.URL.Query()
 	for k := range q {
-		if k != "status" && k != "gpuType" && k != "user" {
-			return errorf(http.StatusBadRequest, "unknown query parameter %q: the filters are status, gpuType and user", k)
+		if !slices.Contains([]string{"status", "gpuType", "user", "limit", "continue"}, k) {
+			return errorf(http.StatusBadRequest, "unknown query parameter %q: the filters are status, gpuType and user; limit and continue page the list", k)
 		}
 	}
 	status, gpuType, user := q.Get("status"), q.Get("gpuType"), q.Get("user")
@@ -171,20 +172,22 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, u User) error 
 		}
 		user = u.Name
 	}
-	var l v1alpha1.TrainingJobList
-	if err := s.c.List(r.Context(), &l, client.InNamespace(s.o.Namespace)); err != nil {
-		return kubeError(err, "jobs", "")
+	limit, from, err := pageParams(q.Get("limit"), q.Get("continue"))
+	if err != nil {
+		return err
 	}
-	out := rest.JobList{Items: []v1alpha1.TrainingJob{}}
-	for _, tj := range l.Items {
-		if (status == "" || string(phaseOf(&tj)) == status) &&
+	match := func(tj *v1alpha1.TrainingJob) bool {
+		return (status == "" || string(phaseOf(tj)) == status) &&
 			(gpuType == "" || tj.CurrentGPUType() == gpuType || slices.Contains(tj.Spec.AcceptedGPUTypes(), gpuType)) &&
-			(user == "" || tj.Spec.Submitter == user) {
-			typed(&tj)
-			out.Items = append(out.Items, tj)
-		}
+			(user == "" || tj.Spec.Submitter == user)
 	}
-	slices.SortFunc(out.Items, func(a, b v1alpha1.TrainingJob) int { return strings.Compare(a.Name, b.Name) })
+	out, err := s.jobPage(r.Context(), limit, from, match)
+	if err != nil {
+		return err
+	}
+	for i := range out.Items {
+		typed(&out.Items[i])
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

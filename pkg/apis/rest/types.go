@@ -17,9 +17,12 @@ type Error struct {
 	Error string `json:"error"`
 }
 
-// JobList is the body of GET /api/v1/jobs, sorted by name.
+// JobList is the body of GET /api/v1/jobs: one page of jobs, sorted by name.
 type JobList struct {
 	Items []v1alpha1.TrainingJob `json:"items"`
+	// Continue, when set, asks for the next page: pass it back as the
+	// continue parameter with the same filters.
+	Continue string `json:"continue,omitempty"`
 }
 
 // Event is one Kubernetes Event about a job.

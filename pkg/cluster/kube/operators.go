@@ -173,7 +173,7 @@ func slimEvent(obj any) (any, error) {
 		InvolvedObject: corev1.ObjectReference{Kind: e.InvolvedObject.Kind, Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name},
 		Reason:         e.Reason, Message: msg, Type: e.Type,
 		FirstTimestamp: e.FirstTimestamp, LastTimestamp: e.LastTimestamp, EventTime: e.EventTime,
-		Series:         e.Series,
+		Series: e.Series,
 	}, nil
 }
 

@@ -69,7 +69,7 @@ func (a *apiFlags) check() error {
 }
 
 // addTo adds the REST API to the manager, serving on every replica.
-func (a *apiFlags) addTo(mgr ctrl.Manager, cfg *rest.Config, o kube.ManagerOptions) error {
+func (a *apiFlags) addTo(mgr ctrl.Manager, cfg *rest.Config, o kube.ManagerOptions, kc *kube.Controller) error {
 	if a.addr == "0" || a.addr == "" {
 		return nil
 	}
@@ -104,6 +104,9 @@ func (a *apiFlags) addTo(mgr ctrl.Manager, cfg *rest.Config, o kube.ManagerOptio
 		MaxBodyBytes: a.maxBody, Version: Version, UI: a.ui,
 		Registerer: ctrlmetrics.Registry, Gatherer: ctrlmetrics.Registry,
 		Log: o.Log.WithName("api"),
+		// The dashboard's and the schedulers' reads of the whole cluster
+		// come from the controller's caches, which every replica keeps.
+		Cache: mgr.GetCache(), OtherGPUs: kc.OtherGPUsByNode,
 	})
 	if err != nil {
 		return err

@@ -135,11 +135,11 @@ are refused by name.`,
 			if o.Metrics, err = metrics.New(ctrlmetrics.Registry, Version); err != nil {
 				return err
 			}
-			mgr, _, err := kube.NewManager(cfg, o)
+			mgr, kc, err := kube.NewManager(cfg, o)
 			if err != nil {
 				return err
 			}
-			if err := api.addTo(mgr, cfg, o); err != nil {
+			if err := api.addTo(mgr, cfg, o, kc); err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

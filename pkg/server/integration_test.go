@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -199,6 +200,9 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	// A stopped clock: every MPIJob file submitted here gets the same
 	// generated name (testTokenReview checks the suffixes).
 	opts.Now = func() time.Time { return tlsClock }
+	// It reads the whole cluster from the controller's caches, as
+	// voda controller's API does; the first server reads the API server.
+	opts.Cache, opts.OtherGPUs = mgr.GetCache(), ctrl.OtherGPUsByNode
 	trs, err := server.New(sa, server.TokenReview{Client: sa}, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -837,6 +841,21 @@ func testTokenReview(t *testing.T, e *apiEnv) {
 	if want := "system:serviceaccount:" + apiNS + ":ci-bot"; job.Spec.Submitter != want {
 		t.Errorf("submitter %q, want %q", job.Spec.Submitter, want)
 	}
+	// This server reads the whole cluster from the controller's caches,
+	// the static-token one from the API server: they agree once the caches
+	// have caught up, bot-job included.
+	root := e.client(t, "root")
+	eventually(t, time.Minute, "the cached and the direct schedulers agree", func() (bool, error) {
+		cached, err := bot.Schedulers(ctx)
+		if err != nil {
+			return false, err
+		}
+		direct, err := root.Schedulers(ctx)
+		if err != nil {
+			return false, err
+		}
+		return reflect.DeepEqual(cached, direct), fmt.Errorf("cached %+v, direct %+v", cached, direct)
+	})
 	// The namespace's service accounts are admins of this server.
 	if _, err := bot.SetScheduler(ctx, testGPUType, rest.SchedulerUpdate{RateLimit: "2s"}); err != nil {
 		t.Errorf("set scheduler as an admin group member: %v", err)

@@ -46,12 +46,16 @@ type clusterRead struct {
 
 // readCluster lists what schedulers and the dashboard are built from.
 func (s *Server) readCluster(ctx context.Context) (*clusterRead, error) {
+	r := client.Reader(s.c)
+	if s.o.Cache != nil {
+		r = s.o.Cache
+	}
 	var nodes corev1.NodeList
-	if err := s.c.List(ctx, &nodes, client.HasLabels{v1alpha1.AcceleratorLabel}); err != nil {
+	if err := r.List(ctx, &nodes, client.HasLabels{v1alpha1.AcceleratorLabel}); err != nil {
 		return nil, kubeError(err, "nodes", "")
 	}
 	var jobs v1alpha1.TrainingJobList
-	if err := s.c.List(ctx, &jobs, client.InNamespace(s.o.Namespace)); err != nil {
+	if err := r.List(ctx, &jobs, client.InNamespace(s.o.Namespace)); err != nil {
 		return nil, kubeError(err, "jobs", "")
 	}
 	data, err := s.settingsData(ctx)
@@ -62,7 +66,13 @@ func (s *Server) readCluster(ctx context.Context) (*clusterRead, error) {
 	for i := range nodes.Items {
 		nodeType[nodes.Items[i].Name] = nodes.Items[i].Labels[v1alpha1.AcceleratorLabel]
 	}
-	other, err := kube.ForeignGPUsByNode(ctx, s.c, func(node string) corev1.ResourceName { return s.o.Accelerators.Of(nodeType[node]) })
+	resOf := func(node string) corev1.ResourceName { return s.o.Accelerators.Of(nodeType[node]) }
+	var other map[string]int
+	if s.o.OtherGPUs != nil {
+		other, err = s.o.OtherGPUs(ctx, resOf)
+	} else {
+		other, err = kube.ForeignGPUsByNode(ctx, s.c, resOf)
+	}
 	if err != nil {
 		return nil, kubeError(err, "pods", "")
 	}

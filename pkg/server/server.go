@@ -19,6 +19,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,6 +74,16 @@ type Options struct {
 	Log logr.Logger
 	// UI serves the web dashboard under /ui/ (see docs/dashboard.md).
 	UI bool
+	// Cache, if set, serves the reads of nodes and jobs the dashboard and
+	// GET /api/v1/schedulers are built from (the controller's informer
+	// cache): at thousands of jobs a read from the API server takes
+	// seconds. Single jobs and the paged job list are still read from the
+	// API server, so a job is seen there the moment it is created.
+	Cache client.Reader
+	// OtherGPUs, if set, counts the GPUs that pods which are not Voda's
+	// hold on each node (the controller's cache of those pods); nil lists
+	// them from the API server.
+	OtherGPUs func(ctx context.Context, resOf func(node string) corev1.ResourceName) (map[string]int, error)
 }
 
 // Server is Voda's REST API over the Kubernetes API: jobs are TrainingJobs,

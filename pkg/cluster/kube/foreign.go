@@ -125,9 +125,28 @@ func ForeignGPUsByNode(ctx context.Context, r client.Reader, resOf func(node str
 	if err := r.List(ctx, &pods, client.MatchingLabelsSelector{Selector: lsel}, client.MatchingFieldsSelector{Selector: fsel}); err != nil {
 		return nil, err
 	}
+	return gpusByNode(pods.Items, resOf), nil
+}
+
+// OtherGPUsByNode is ForeignGPUsByNode read from the controller's cache of
+// those pods, without a request to the API server; with no such cache it
+// counts none, as the controller does.
+func (c *Controller) OtherGPUsByNode(ctx context.Context, resOf func(node string) corev1.ResourceName) (map[string]int, error) {
+	if c.foreign == nil {
+		return map[string]int{}, nil
+	}
+	var pods corev1.PodList
+	if err := c.foreign.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	return gpusByNode(pods.Items, resOf), nil
+}
+
+// gpusByNode sums what pods bound to a node hold of its resource.
+func gpusByNode(pods []corev1.Pod, resOf func(node string) corev1.ResourceName) map[string]int {
 	out := map[string]int{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range pods {
+		p := &pods[i]
 		if p.Spec.NodeName == "" {
 			continue
 		}
@@ -135,7 +154,7 @@ func ForeignGPUsByNode(ctx context.Context, r client.Reader, resOf func(node str
 			out[p.Spec.NodeName] += int(n)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // foreignPodSource wakes the node reconciler when another pod arrives on,

@@ -198,6 +198,22 @@ func testDashboard(t *testing.T, e *apiEnv) {
 	if code, body, _ := page(t, alice, "GET", e.url+"/ui/queue?color=red", nil); code != 400 || !strings.Contains(body, `unknown filter &#34;color&#34;`) {
 		t.Errorf("unknown filter: %d", code)
 	}
+	// Pages: a long queue or cluster comes a page at a time (pkg/ui's
+	// tests); a page past the end is empty, a page that is no number a 400.
+	if _, body, _ := page(t, alice, "GET", e.url+"/ui/queue?page=2", nil); strings.Contains(body, "dash-w1") || !strings.Contains(body, "data-empty") {
+		t.Errorf("queue page 2 of 1 lists dash-w1")
+	}
+	for _, p := range []string{"/ui/queue?page=0", "/ui/queue?page=x", "/ui/cluster?page=-1"} {
+		if code, body, _ := page(t, alice, "GET", e.url+p, nil); code != 400 || !strings.Contains(body, "want a page number from 1") {
+			t.Errorf("%s: %d", p, code)
+		}
+	}
+	if code, body, _ := page(t, alice, "GET", e.url+"/ui/cluster?color=red", nil); code != 400 || !strings.Contains(body, "the cluster page takes gpuType and page") {
+		t.Errorf("cluster page, unknown parameter: %d", code)
+	}
+	if code, body, _ := page(t, alice, "GET", e.url+"/ui/cluster?gpuType="+testGPUType, nil); code != 200 || !strings.Contains(body, `data-gpu-type="`+testGPUType+`"`) || strings.Contains(body, `data-gpu-type="`+examplesType+`"`) {
+		t.Errorf("cluster page of one GPU type: %d", code)
+	}
 	if _, body, _ := page(t, rootC, "GET", e.url+"/ui/queue?user=bob", nil); !strings.Contains(body, `data-job="dash-w2"`) || strings.Contains(body, `data-job="dash-w1"`) {
 		t.Errorf("admin's user filter:\n%s", body)
 	}

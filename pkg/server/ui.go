@@ -387,27 +387,55 @@ func (s *Server) page(sess session, name, title, stream string, data any) ui.Pag
 }
 
 func (s *Server) uiCluster(w http.ResponseWriter, r *http.Request, sess session) error {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "gpuType" && k != "page" {
+			return errorf(http.StatusBadRequest, "unknown parameter %q: the cluster page takes gpuType and page", k)
+		}
+	}
+	n, err := pageNumber(q.Get("page"))
+	if err != nil {
+		return err
+	}
 	st, err := s.uiState(r.Context(), sess.u)
 	if err != nil {
 		return err
 	}
-	s.uiRender(w, r, http.StatusOK, s.page(sess, "cluster", "Cluster", "events", ui.Cluster(st)))
+	s.uiRender(w, r, http.StatusOK, s.page(sess, "cluster", "Cluster", "events", ui.ClusterPage(ui.Cluster(st), q.Get("gpuType"), n)))
 	return nil
+}
+
+// pageNumber reads a page parameter: a number from 1, 1 when absent.
+func pageNumber(v string) (int, error) {
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, errorf(http.StatusBadRequest, "page %q: want a page number from 1", v)
+	}
+	return n, nil
 }
 
 func (s *Server) uiQueue(w http.ResponseWriter, r *http.Request, sess session) error {
 	q := r.URL.Query()
 	for k := range q {
-		if !slices.Contains([]string{"namespace", "user", "gpuType", "phase"}, k) {
-			return errorf(http.StatusBadRequest, "unknown filter %q: the filters are namespace, user, gpuType and phase", k)
+		if !slices.Contains([]string{"namespace", "user", "gpuType", "phase", "page"}, k) {
+			return errorf(http.StatusBadRequest, "unknown filter %q: the filters are namespace, user, gpuType and phase (and page)", k)
 		}
+	}
+	n, err := pageNumber(q.Get("page"))
+	if err != nil {
+		return err
 	}
 	st, err := s.uiState(r.Context(), sess.u)
 	if err != nil {
 		return err
 	}
 	f := ui.QueueFilter{Namespace: q.Get("namespace"), User: q.Get("user"), GPUType: q.Get("gpuType"), Phase: q.Get("phase")}
-	s.uiRender(w, r, http.StatusOK, s.page(sess, "queue", "Queue", "events", ui.Queue(st, f)))
+	v := ui.Queue(st, f)
+	v.Paginate(n)
+	s.uiRender(w, r, http.StatusOK, s.page(sess, "queue", "Queue", "events", v))
 	return nil
 }
 
@@ -427,9 +455,12 @@ func (s *Server) uiJob(w http.ResponseWriter, r *http.Request, sess session) err
 	if err != nil {
 		return err
 	}
-	st, err := s.uiState(r.Context(), sess.u)
-	if err != nil {
-		return err
+	// The whole cluster only for a waiting job's place in its queue.
+	st := ui.State{Now: s.o.Now(), Viewer: viewer(s, sess.u)}
+	if p := phaseOf(tj); p == v1alpha1.PhaseWaiting || p == v1alpha1.PhaseSubmitted {
+		if st, err = s.uiState(r.Context(), sess.u); err != nil {
+			return err
+		}
 	}
 	var l corev1.EventList
 	sel := fields.Set{"involvedObject.kind": "TrainingJob", "involvedObject.name": tj.Name, "involvedObject.uid": string(tj.UID)}

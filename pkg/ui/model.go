@@ -74,8 +74,11 @@ type TypeView struct {
 	Nodes []NodeView
 	// Waiting counts the type's waiting jobs (all users').
 	Waiting int
-	// Holders are the jobs the viewer may see that hold GPUs here, by name.
+	// Holders are the jobs the viewer may see that hold GPUs on Nodes, by
+	// name.
 	Holders []Holder
+	// Pager says which of the type's nodes Nodes are (ClusterPage).
+	Pager Pager
 }
 
 // Holder is a job in the grid's key: its colour and the GPUs it holds.
@@ -127,17 +130,6 @@ func Cluster(s State) []TypeView {
 					nv.Cells = append(nv.Cells, c)
 				}
 			}
-			for _, c := range nv.Cells {
-				if c.Kind != CellJob {
-					continue
-				}
-				i := slices.IndexFunc(tv.Holders, func(h Holder) bool { return h.Job == c.Job })
-				if i < 0 {
-					tv.Holders = append(tv.Holders, Holder{Job: c.Job, Hue: c.Hue})
-					i = len(tv.Holders) - 1
-				}
-				tv.Holders[i].GPUs++
-			}
 			for range min(n.Other, n.GPUs-len(nv.Cells)) {
 				nv.Cells = append(nv.Cells, Cell{Kind: CellOther, Title: "held by a pod that is not Voda's"})
 			}
@@ -147,9 +139,33 @@ func Cluster(s State) []TypeView {
 			}
 			tv.Nodes = append(tv.Nodes, nv)
 		}
-		slices.SortFunc(tv.Holders, func(a, b Holder) int { return cmp.Compare(a.Job, b.Job) })
+		tv.Holders = holders(tv.Nodes)
+		tv.Pager = Pager{Page: 1, Pages: 1, From: min(1, len(tv.Nodes)), To: len(tv.Nodes), Total: len(tv.Nodes)}
 		out = append(out, tv)
 	}
+	return out
+}
+
+// holders is the key of the jobs on nodes: each job the viewer may see with
+// its colour and its GPUs there, by name.
+func holders(nodes []NodeView) []Holder {
+	var out []Holder
+	at := map[string]int{}
+	for _, nv := range nodes {
+		for _, c := range nv.Cells {
+			if c.Kind != CellJob {
+				continue
+			}
+			i, ok := at[c.Job]
+			if !ok {
+				i = len(out)
+				at[c.Job] = i
+				out = append(out, Holder{Job: c.Job, Hue: c.Hue})
+			}
+			out[i].GPUs++
+		}
+	}
+	slices.SortFunc(out, func(a, b Holder) int { return cmp.Compare(a.Job, b.Job) })
 	return out
 }
 
@@ -194,6 +210,8 @@ type QueueView struct {
 	Phases                      []string
 	Hidden                      int // waiting jobs of other users
 	Policies                    map[string]string
+	// Pager says which of the entries Entries are (Paginate).
+	Pager Pager
 }
 
 // Queue builds the queue view. For each GPU type it ranks the waiting jobs

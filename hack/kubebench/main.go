@@ -176,10 +176,26 @@ func run() error {
 	var reqs requestLog
 	deadline := time.Now().Add(limit)
 	stable := time.Time{}
+	pageJobs := []string{"job-000", fmt.Sprintf("job-%03d", jobs-1)}
+	lastPages := time.Now()
 	for time.Now().Before(deadline) {
 		time.Sleep(poll)
 		if scale {
 			reqs.sample(metricsAddr)
+			if time.Since(lastPages) > 10*time.Minute {
+				// The pages while the jobs still start, not only once
+				// everything has settled.
+				lastPages = time.Now()
+				running := 0
+				for _, st := range seen {
+					if st.ok {
+						running++
+					}
+				}
+				_, rss := procStats(ctl.Process.Pid)
+				fmt.Printf("+%s: %d jobs running; controller RSS %.1f MiB\n", time.Since(begin).Round(time.Second), running, rss)
+				timePages(ctx, api, gpuTypes[0], pageJobs)
+			}
 		}
 		changed, err := observe(ctx, c, ns, seen)
 		if err != nil {
@@ -284,7 +300,7 @@ func run() error {
 	if scale {
 		reqs.report()
 		rounds(metricsAddr)
-		timePages(ctx, api, "job-000")
+		timePages(ctx, api, gpuTypes[0], pageJobs)
 		_, rss := procStats(ctl.Process.Pid)
 		fmt.Printf("controller after the pages: peak RSS %.1f MiB\n", rss)
 	}

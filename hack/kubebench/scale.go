@@ -4,23 +4,28 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vodascheduler/voda/pkg/apis/rest"
 )
 
 // The scale mode (SCALE=1) also serves the controller's REST API, dashboard
 // and metrics, follows Voda's requests to the API server while the jobs
-// start, and at the end times the REST job list and each dashboard page and
-// reads the scheduling rounds' length from the metrics.
+// start, every 10 minutes and at the end times the REST job list and each
+// dashboard page, and at the end reads the scheduling rounds' length from
+// the metrics.
 
 // benchToken is the static bearer token of the scale mode's REST API: an
 // administrator, who sees every job.
@@ -204,10 +209,30 @@ func labelValue(sample, label string) string {
 	return v
 }
 
-// timePages times the REST job list and each dashboard page, five times
-// each, and prints the median and the size.
-func timePages(ctx context.Context, api, someJob string) {
-	paths := []string{"/api/v1/jobs", "/ui/cluster", "/ui/queue", "/ui/teams", "/ui/jobs/" + someJob}
+// timePages times the REST job list (its first page, a page of 1 000, and
+// every page in turn) and each dashboard page (the first and a later one of
+// the paged ones), five times each, and prints the median and the size.
+func timePages(ctx context.Context, api, gpuType string, jobs []string) {
+	paths := []string{"/api/v1/jobs", "/api/v1/jobs?limit=1000", "/ui/cluster", "/ui/cluster?gpuType=" + gpuType + "&page=3",
+		"/ui/queue", "/ui/queue?page=20", "/ui/teams"}
+	for _, j := range jobs {
+		paths = append(paths, "/ui/jobs/"+j)
+	}
+	for range 3 {
+		begin, pages, n, cont := time.Now(), 0, 0, ""
+		for {
+			var l rest.JobList
+			if err := getJSON(ctx, "http://"+api+"/api/v1/jobs?limit=1000&continue="+url.QueryEscape(cont), &l); err != nil {
+				fmt.Println("the whole job list:", err)
+				break
+			}
+			pages, n = pages+1, n+len(l.Items)
+			if cont = l.Continue; cont == "" {
+				break
+			}
+		}
+		fmt.Printf("GET /api/v1/jobs, all %d pages of 1000 (%d jobs): %.3f s\n", pages, n, time.Since(begin).Seconds())
+	}
 	for _, p := range paths {
 		var took []float64
 		size, code := 0, 0
@@ -230,6 +255,24 @@ func timePages(ctx context.Context, api, someJob string) {
 			size, code = int(n), resp.StatusCode
 		}
 		slices.Sort(took)
-		fmt.Printf("GET %-22s %d, %7.1f KiB, median %.3f s, max %.3f s (5 requests)\n", p, code, float64(size)/1024, pct(took, 50), pct(took, 100))
+		fmt.Printf("GET %-34s %d, %7.1f KiB, median %.3f s, max %.3f s (5 requests)\n", p, code, float64(size)/1024, pct(took, 50), pct(took, 100))
 	}
+}
+
+// getJSON reads a REST answer with the bench's token.
+func getJSON(ctx context.Context, u string, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+benchToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", u, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(into)
 }

@@ -63,9 +63,10 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, *Controlle
 		// Nothing here reads managedFields, a good part of every object:
 		// the cache holds thousands of jobs, pods and children at scale.
 		DefaultTransform: cache.TransformStripManagedFields(),
-		// Only pods of TrainingJobs are cached, not every pod of the cluster.
+		// Only pods of TrainingJobs are cached, not every pod of the cluster,
+		// and of each only what the controller reads.
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasJob)},
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasJob), Transform: slimWorker},
 		},
 	}
 	if opts.Namespace != "" {

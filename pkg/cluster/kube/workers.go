@@ -93,3 +93,24 @@ func firstReason(reasons map[int]string) string {
 	}
 	return reasons[idx[0]]
 }
+
+// slimWorker keeps of a TrainingJob's pod what the controller reads: its
+// name, labels and owners, where it is (to be) placed, its gates, phase,
+// conditions and start. At thousands of jobs the pods' containers,
+// volumes and environment would be most of the controller's memory; the
+// controller changes pods only by patches and deletions, never by writing
+// back what it read.
+func slimWorker(o any) (any, error) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return o, nil
+	}
+	slim := &corev1.Pod{
+		ObjectMeta: p.ObjectMeta,
+		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName, NodeSelector: p.Spec.NodeSelector,
+			SchedulingGates: p.Spec.SchedulingGates},
+		Status: corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions, StartTime: p.Status.StartTime},
+	}
+	slim.ManagedFields, slim.Annotations = nil, nil
+	return slim, nil
+}

@@ -71,7 +71,9 @@ func ClusterPage(tvs []TypeView, gpuType string, n int) []TypeView {
 		if gpuType != "" && tv.GPUType != gpuType {
 			continue
 		}
-		query := func(p int) string { return "?" + url.Values{"gpuType": {tv.GPUType}, "page": {strconv.Itoa(p)}}.Encode() }
+		query := func(p int) string {
+			return "?" + url.Values{"gpuType": {tv.GPUType}, "page": {strconv.Itoa(p)}}.Encode()
+		}
 		p, lo, hi := page(len(tv.Nodes), NodePageSize, n, query)
 		tv.Pager, tv.Nodes = p, tv.Nodes[lo:hi]
 		tv.Holders = holders(tv.Nodes)

@@ -24,6 +24,15 @@
 // (docs/scale.md).
 //
 //	SCALE=1 go run ./hack/kubebench
+//
+// FAILOVER=1 is the failover mode: two controller replicas under leader
+// election, 1 000 MPIJob TrainingJobs arriving two a second on 100 nodes and
+// completing after 1 to 5 minutes, the leader killed with SIGKILL ten times
+// (KILLS, every KILL_EVERY seconds); it reports each takeover and checks
+// that every job completes once and no node is over-committed
+// (docs/scale.md).
+//
+//	FAILOVER=1 go run ./hack/kubebench
 package main
 
 import (
@@ -61,11 +70,15 @@ func run() error {
 	scale := os.Getenv("SCALE") != ""
 	jobs, nodes, gpus, types := envInt("JOBS", 200), envInt("NODES", 32), envInt("GPUS", 8), envInt("TYPES", 1)
 	runtime := os.Getenv("RUNTIME")
-	if scale {
+	failingOver := os.Getenv("FAILOVER") != ""
+	switch {
+	case scale:
 		jobs, nodes, types = envInt("JOBS", 5000), envInt("NODES", 1000), envInt("TYPES", 3)
 		if runtime == "" {
 			runtime = "mix"
 		}
+	case failingOver:
+		jobs, nodes = envInt("JOBS", 1000), envInt("NODES", 100)
 	}
 	k := int32(envInt("K", 1))
 	switch runtime {
@@ -121,6 +134,9 @@ func run() error {
 	const ns = "bench"
 	if err := env.CreateNamespace(ctx, ns); err != nil {
 		return err
+	}
+	if failingOver {
+		return failover(ctx, env, bin, dir, ns, jobs, nodes, gpus, gpuTypes)
 	}
 	logf, err := os.Create(filepath.Join(dir, "controller.log"))
 	if err != nil {

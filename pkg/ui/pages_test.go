@@ -101,3 +101,72 @@ func TestQueuePages(t *testing.T) {
 		t.Error("a pager on a queue of one page")
 	}
 }
+
+// scaleState is docs/scale.md's cluster: 5 000 jobs of 1 to 8 workers on
+// 1 000 nodes × 8 GPUs of 3 types, the first that fit running.
+func scaleState() ui.State {
+	s := ui.State{Now: t0, Viewer: ui.Viewer{Name: "root", Admin: true}, Schedulers: map[string]rest.Scheduler{}}
+	types := []string{"a", "b", "c"}
+	free := map[string][]int{}
+	for _, t := range types {
+		s.Schedulers[t] = rest.Scheduler{GPUType: t, Algorithm: "HeSRPT", GPUs: 8 * 1000 / 3}
+	}
+	for i := range 1000 {
+		t := types[i%3]
+		s.Nodes = append(s.Nodes, ui.Node{Name: fmt.Sprintf("node-%04d", i), GPUType: t, GPUs: 8})
+		free[t] = append(free[t], 8)
+	}
+	for i := range 5000 {
+		t, n := types[i%3], i%8+1
+		tj := job(fmt.Sprintf("job-%04d", i), fmt.Sprintf("user-%d", i%20), t, v1alpha1.PhaseWaiting, 1, 0, 1)
+		tj.Status.SubmitTime = at(i)
+		var placement []string
+		for j, f := range free[t] {
+			for ; f > 0 && len(placement) < n; f-- {
+				placement = append(placement, fmt.Sprintf("node-%04d", j*3+i%3))
+			}
+			free[t][j] = f
+			if len(placement) == n {
+				break
+			}
+		}
+		if len(placement) == n {
+			tj.Status.Phase, tj.Status.Workers, tj.Status.Placement = v1alpha1.PhaseRunning, int32(n), placement
+		}
+		s.Jobs = append(s.Jobs, tj)
+	}
+	return s
+}
+
+// BenchmarkPagesAtScale builds and renders the cluster page, the queue
+// page and a waiting job's page at 5 000 jobs on 1 000 nodes, as the
+// server does once it has read the cluster.
+func BenchmarkPagesAtScale(b *testing.B) {
+	s := scaleState()
+	viewer := ui.Viewer{Name: "root", Admin: true}
+	render := func(b *testing.B, name string, data any) int {
+		var out bytes.Buffer
+		if err := ui.Render(&out, ui.Page{Page: name, Title: name, Viewer: viewer, Data: data}, false); err != nil {
+			b.Fatal(err)
+		}
+		return out.Len()
+	}
+	b.Run("cluster", func(b *testing.B) {
+		for b.Loop() {
+			b.SetBytes(int64(render(b, "cluster", ui.ClusterPage(ui.Cluster(s), "", 1))))
+		}
+	})
+	b.Run("queue", func(b *testing.B) {
+		for b.Loop() {
+			v := ui.Queue(s, ui.QueueFilter{})
+			v.Paginate(1)
+			b.SetBytes(int64(render(b, "queue", v)))
+		}
+	})
+	b.Run("job", func(b *testing.B) {
+		tj := &s.Jobs[len(s.Jobs)-1]
+		for b.Loop() {
+			b.SetBytes(int64(render(b, "job", ui.Job(s, tj, nil, "spec: {}"))))
+		}
+	})
+}

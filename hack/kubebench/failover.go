@@ -1,0 +1,274 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vodascheduler/voda/internal/testenv"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+	"github.com/vodascheduler/voda/pkg/cluster/kube"
+)
+
+// The failover mode (FAILOVER=1): two controller replicas under leader
+// election while JOBS MPIJob TrainingJobs arrive, ARRIVE a second, each
+// running 1 to 5 minutes in kwok (its launcher ends Succeeded). Every
+// KILL_EVERY seconds, KILLS times, the leader is killed with SIGKILL and
+// started again at once, as a Deployment would. It reports the time from
+// each kill to the new leader's takeover and to its first scheduling round,
+// and checks that every job completes, that none was started twice (one
+// Started Event) and that no node was ever planned for more GPUs than it
+// has (sampled every second from the jobs' statuses) or had more bound
+// than it has (from the pods).
+
+// replica is one controller process of the failover mode.
+type replica struct {
+	name        string
+	metricsAddr string
+	cmd         *exec.Cmd
+}
+
+func (r *replica) start(bin string, args []string, logDir string) error {
+	logf, err := os.OpenFile(filepath.Join(logDir, r.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	r.cmd = exec.Command(bin, append(args, "--metrics-addr", r.metricsAddr)...)
+	r.cmd.Stdout, r.cmd.Stderr = logf, logf
+	if err := r.cmd.Start(); err != nil {
+		return err
+	}
+	go func(cmd *exec.Cmd, f *os.File) { _ = cmd.Wait(); f.Close() }(r.cmd, logf)
+	return nil
+}
+
+// leads says whether the replica holds the Lease, by its own metrics.
+func (r *replica) leads() bool {
+	m, err := scrape(r.metricsAddr)
+	return err == nil && m[`leader_election_master_status{name="voda-controller"}`] == 1
+}
+
+// rounds is how many scheduling rounds the replica has run, by its metrics.
+func (r *replica) rounds() float64 {
+	m, err := scrape(r.metricsAddr)
+	if err != nil {
+		return 0
+	}
+	n := 0.0
+	for k, v := range m {
+		if strings.HasPrefix(k, "voda_scheduler_reschedule_duration_seconds_count") {
+			n += v
+		}
+	}
+	return n
+}
+
+// overcommit is the worst a sample saw: the most GPUs planned onto, and
+// bound on, one node.
+type overcommit struct {
+	mu                   sync.Mutex
+	samples              int
+	planned, bound       int
+	plannedAt, boundAt   string
+	plannedBad, boundBad int
+}
+
+func (o *overcommit) sample(ctx context.Context, c client.Client, ns string, gpus int) {
+	var tjs v1alpha1.TrainingJobList
+	if err := c.List(ctx, &tjs, client.InNamespace(ns)); err != nil {
+		return
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.HasLabels{v1alpha1.JobLabel}); err != nil {
+		return
+	}
+	planned, bound := map[string]int{}, map[string]int{}
+	for _, tj := range tjs.Items {
+		if tj.Status.Phase == v1alpha1.PhaseRunning || tj.Status.Phase == v1alpha1.PhaseStarting {
+			for _, n := range tj.Status.Placement {
+				planned[n] += max(int(tj.Status.GPUsPerWorker), 1)
+			}
+		}
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed ||
+			!strings.Contains(p.Name, "-worker-") {
+			continue
+		}
+		bound[p.Spec.NodeName]++ // one GPU a worker (K is 1 in this mode)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.samples++
+	worst := func(m map[string]int, most *int, at *string, bad *int) {
+		over := false
+		for n, v := range m {
+			if v > *most {
+				*most, *at = v, n
+			}
+			over = over || v > gpus
+		}
+		if over {
+			*bad++
+		}
+	}
+	worst(planned, &o.planned, &o.plannedAt, &o.plannedBad)
+	worst(bound, &o.bound, &o.boundAt, &o.boundBad)
+}
+
+func failover(ctx context.Context, env *testenv.Env, bin, dir, ns string, jobs, nodes, gpus int, gpuTypes []string) error {
+	kills, every, arrive := envInt("KILLS", 10), time.Duration(envInt("KILL_EVERY", 90))*time.Second, envInt("ARRIVE", 2)
+	args := []string{"controller", "--kubeconfig", env.Kubeconfig, "--leader-elect=true", "--leader-elect-namespace", ns,
+		"--health-addr", "0", "--rate-limit", "1s"}
+	args = append(args, strings.Fields(os.Getenv("ARGS"))...)
+	var reps []*replica
+	for i := range 2 {
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		r := &replica{name: fmt.Sprintf("controller-%d", i), metricsAddr: addr}
+		if err := r.start(bin, args, dir); err != nil {
+			return err
+		}
+		defer func() { _ = r.cmd.Process.Kill() }()
+		reps = append(reps, r)
+	}
+	cfg := *env.Config
+	cfg.QPS, cfg.Burst = 200, 400
+	c, err := client.New(&cfg, client.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		return err
+	}
+	var oc overcommit
+	sctx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	go func() {
+		for sctx.Err() == nil {
+			oc.sample(sctx, c, ns, gpus)
+			time.Sleep(time.Second)
+		}
+	}()
+
+	begin := time.Now()
+	created := make(chan error, 1)
+	go func() {
+		for i := range jobs {
+			tj := job(ns, fmt.Sprintf("job-%04d", i), int32(i%8+1), 1, "mpi", gpuTypes[i%len(gpuTypes)])
+			run := time.Duration(60+(i*37)%240) * time.Second
+			tj.Spec.Template.MPIJob.Launcher.Annotations = map[string]string{testenv.CompleteAfterAnnotation: run.String()}
+			if err := c.Create(ctx, tj); err != nil {
+				created <- err
+				return
+			}
+			time.Sleep(time.Second / time.Duration(arrive))
+		}
+		created <- nil
+	}()
+
+	type kill struct {
+		at                time.Time
+		victim, successor string
+		takeover, round   time.Duration
+	}
+	var done []kill
+	time.Sleep(time.Minute)
+	for k := range kills {
+		var leader *replica
+		for wait := time.Now(); leader == nil && time.Since(wait) < 2*time.Minute; time.Sleep(200 * time.Millisecond) {
+			for _, r := range reps {
+				if r.leads() {
+					leader = r
+				}
+			}
+		}
+		if leader == nil {
+			return fmt.Errorf("kill %d: no replica leads", k+1)
+		}
+		at := time.Now()
+		if err := leader.cmd.Process.Kill(); err != nil {
+			return err
+		}
+		if err := leader.start(bin, args, dir); err != nil { // the Deployment's new pod
+			return err
+		}
+		kl := kill{at: at, victim: leader.name}
+		for time.Since(at) < 5*time.Minute && (kl.takeover == 0 || kl.round == 0) {
+			time.Sleep(100 * time.Millisecond)
+			for _, r := range reps {
+				if kl.takeover == 0 && r.leads() {
+					kl.takeover, kl.successor = time.Since(at), r.name
+				}
+				if kl.takeover != 0 && r.name == kl.successor && kl.round == 0 && r.rounds() > 0 {
+					kl.round = time.Since(at)
+				}
+			}
+		}
+		done = append(done, kl)
+		fmt.Printf("+%s kill %d of %s: %s took over after %s, its first round %s after the kill\n",
+			at.Sub(begin).Round(time.Second), k+1, kl.victim, kl.successor, kl.takeover.Round(100*time.Millisecond), kl.round.Round(100*time.Millisecond))
+		time.Sleep(every - time.Since(at))
+	}
+	if err := <-created; err != nil {
+		return err
+	}
+	fmt.Printf("created %d jobs over %s; waiting for them to complete\n", jobs, time.Since(begin).Round(time.Second))
+	deadline := time.Now().Add(time.Hour)
+	var tjs v1alpha1.TrainingJobList
+	for time.Now().Before(deadline) {
+		if err := c.List(ctx, &tjs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		left := slices.IndexFunc(tjs.Items, func(tj v1alpha1.TrainingJob) bool { return !tj.Status.Phase.Final() }) >= 0
+		if !left {
+			break
+		}
+		time.Sleep(5 * time.Second)
+	}
+	stopSampling()
+	end := time.Since(begin)
+	phases := map[v1alpha1.Phase]int{}
+	for _, tj := range tjs.Items {
+		phases[tj.Status.Phase]++
+	}
+	var events corev1.EventList
+	if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	started := map[string]int{}
+	for _, e := range events.Items {
+		if e.Reason == "Started" && e.Source.Component == "voda-scheduler" {
+			started[e.InvolvedObject.Name] += int(max(e.Count, 1))
+		}
+	}
+	twice := 0
+	for _, n := range started {
+		if n > 1 {
+			twice++
+		}
+	}
+	var takeovers, firstRounds []float64
+	for _, k := range done {
+		takeovers = append(takeovers, k.takeover.Seconds())
+		firstRounds = append(firstRounds, k.round.Seconds())
+	}
+	slices.Sort(takeovers)
+	slices.Sort(firstRounds)
+	fmt.Printf("%d jobs in %s: %v; %d with a Started Event, %d started more than once\n", len(tjs.Items), end.Round(time.Second), phases, len(started), twice)
+	fmt.Printf("%d kills: takeover after p50 %.1f s, max %.1f s; first round of the new leader p50 %.1f s, max %.1f s after the kill\n",
+		len(done), pct(takeovers, 50), pct(takeovers, 100), pct(firstRounds, 50), pct(firstRounds, 100))
+	oc.mu.Lock()
+	fmt.Printf("GPUs per node over %d samples (%d GPUs a node): planned at most %d (%s), in %d samples over; bound at most %d (%s), in %d samples over\n",
+		oc.samples, gpus, oc.planned, oc.plannedAt, oc.plannedBad, oc.bound, oc.boundAt, oc.boundBad)
+	oc.mu.Unlock()
+	return nil
+}

@@ -10,8 +10,11 @@
 // on the g(t) GPUs it asks for there at speedup u(t) over one GPU, so it
 // runs d(t) = W / (s(t)·u(t)) seconds and holds g(t)·d(t) GPU-seconds.
 // Each type has G(t) GPUs and serves its jobs in its policy's order: the
-// least work first for SRJF, AFS-L, HeSRPT and the Tiresias policies,
-// arrival for FIFO, Elastic-FIFO and FfDL.
+// least work first for SRJF, Elastic-SRJF, AFS-L and HeSRPT, arrival for
+// FIFO, Elastic-FIFO and FfDL. The Tiresias policies serve the least
+// attained service first; the rule lists their jobs by work too (they
+// favour short jobs), but counts the jobs a job holds back as under
+// arrival order (below).
 //
 // F(j, t), when j would be done on t, comes from running t's jobs as a
 // list in that order, each on the GPUs it asks for: j starts when the
@@ -22,20 +25,26 @@
 // shrinks it to start them). A move adds the restart it costs a job that
 // has run.
 //
-// A job on t also holds back the jobs waiting there: each by about its
+// A job on t also holds back jobs waiting there: each by about its
 // GPU-seconds over G(t). Its cost on t is C(j, t) = F(j, t) + N(t)·g(t)·
-// d(t)/G(t), N(t) the jobs of t's list that wait for GPUs (under arrival
-// order nobody waits behind a new job yet, and the jobs waiting now stand
-// for those that will arrive behind it). A job that takes a type where it
-// is slow, because it would be done there sooner, can delay more jobs
-// than it gains; C counts that.
+// d(t)/G(t), N(t) the jobs of t's list that wait for GPUs and that it
+// would hold back. Under least work first those are the waiting jobs
+// after it in the list: the jobs ahead of it are served first, and its
+// wait for them is in F already. Under arrival order nobody waits behind
+// a new job yet, and all the jobs waiting now stand for those that will
+// arrive behind it; under least attained service a new job goes ahead of
+// every job that has run, so again all of them. A job that takes a type
+// where it is slow, because it would be done there sooner, can delay more
+// jobs than it gains; C counts that. A long job is not sent to a type
+// where it is slow for the short jobs waiting on its fastest type, which
+// go ahead of it there anyway.
 //
 // Jobs are considered one at a time, the least work first. A new job
 // goes to the type where it runs its request fastest, unless another type
 // costs at least Prefer (a fifth) less. A job already on a type moves only
 // when another type costs at least Hysteresis (a fifth) less, and not
-// within MinDwell (10 minutes) of its last move. Each decision updates the types' lists before the next job is
-// considered.
+// within MinDwell (10 minutes) of its last move. Each decision updates the
+// types' lists before the next job is considered.
 //
 // This is list scheduling on unrelated machines (Graham's list schedule;
 // the minimum-completion-time heuristic of Braun et al., "A comparison of
@@ -153,10 +162,14 @@ type Decision struct {
 // Orders in which a type's policy serves its jobs, as the rule assumes.
 const (
 	// ByWork: jobs with less work left first (SRJF, Elastic-SRJF, AFS-L,
-	// HeSRPT; the Tiresias policies favour short jobs too).
+	// HeSRPT).
 	ByWork = "work"
 	// ByArrival: jobs submitted first, first (FIFO, Elastic-FIFO, FfDL).
 	ByArrival = "arrival"
+	// ByService: jobs that have had the least service first, a new job
+	// ahead of every job that has run (Tiresias, Elastic-Tiresias). The
+	// rule lists them by work, as under ByWork.
+	ByService = "service"
 )
 
 // OrderOf is the order the rule assumes for a policy (see ByWork).
@@ -164,6 +177,8 @@ func OrderOf(policy string) string {
 	switch strings.ToLower(strings.ReplaceAll(policy, "-", "")) {
 	case "fifo", "elasticfifo", "ffdloptimizer", "ffdl":
 		return ByArrival
+	case "tiresias", "elastictiresias":
+		return ByService
 	}
 	return ByWork
 }
@@ -285,15 +300,28 @@ func (l *lane) finish(e entry) float64 {
 }
 
 // waiting is the number of jobs of the lane, e left out, that wait for
-// GPUs: the jobs e's GPU-seconds there would hold back.
-func (l *lane) waiting(e entry) int {
+// GPUs and that e's GPU-seconds there would hold back: under least work
+// first those after it in the order (the jobs ahead of it are served
+// first); under the other orders all of them (see the package comment).
+func (l *lane) waiting(e entry, order string) int {
 	if l.start == nil {
 		l.schedule()
 	}
-	if i := l.at(e); i < len(l.es) && l.es[i].id == e.id && l.start[i] > 0 {
-		return l.waits - 1
+	i := l.at(e)
+	in := i < len(l.es) && l.es[i].id == e.id
+	n := l.waits
+	if in && l.start[i] > 0 {
+		n--
 	}
-	return l.waits
+	if order != ByWork {
+		return n
+	}
+	after := len(l.es) - i
+	if in {
+		after--
+	}
+	// The jobs that wait are a tail of the list.
+	return min(n, after)
 }
 
 // end is a running job of a list schedule: when it ends and the GPUs it
@@ -357,8 +385,9 @@ func (r *running) fit(at float64, gpus, total int) float64 {
 }
 
 // Assign decides every job's type at time now, for types whose policies
-// serve jobs in the given order (ByWork or ByArrival). Jobs that accept no
-// type with GPUs keep their current type (or take their first).
+// serve jobs in the given order (ByWork, ByArrival or ByService). Jobs
+// that accept no type with GPUs keep their current type (or take their
+// first).
 func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) map[string]Decision {
 	if cfg.DefaultSpeed <= 0 {
 		cfg.DefaultSpeed = 1
@@ -442,7 +471,7 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 			if j.Ran && j.Current != "" && t != j.Current {
 				fin[t] += cfg.RestartCost
 			}
-			held[t] = l.waiting(e)
+			held[t] = l.waiting(e, order)
 			cost[t] = fin[t] + float64(held[t])*e.size()/float64(gpus[t])
 		}
 		finish := func(t string) float64 { return fin[t] }

@@ -38,18 +38,18 @@ func TestNewJobsGoWhereTheyFinishFirst(t *testing.T) {
 	if d["a"].Type != "v100" || d["a"].Done != 1200 {
 		t.Errorf("busy V100, by work: %+v", d)
 	}
-	// Equal jobs on one GPU of each type, V100 twice as fast: the second
-	// waits for the first on V100 rather than run as long on K80 (it runs
-	// fastest there, and the K80 would not save a fifth); the third takes
-	// the K80.
+	// Equal jobs on one GPU of each type, V100 twice as fast, served by
+	// arrival: the second waits for the first on V100 rather than run as
+	// long on K80 (it runs fastest there, and the K80 would not save a
+	// fifth); the third takes the K80.
 	one := []typechoice.Type{{Name: "k80", GPUs: 1}, {Name: "v100", GPUs: 1}}
 	var three []typechoice.Job
 	for _, id := range []string{"j1", "j2", "j3"} {
 		three = append(three, typechoice.Job{ID: id, Types: []string{"k80", "v100"}, Speed: map[string]float64{"k80": 1, "v100": 2}, Work: 1000})
 	}
-	d = typechoice.Assign(one, three, now, typechoice.ByWork, cfg)
+	d = typechoice.Assign(one, three, now, typechoice.ByArrival, cfg)
 	if d["j1"].Type != "v100" || d["j2"].Type != "v100" || d["j3"].Type != "k80" {
-		t.Errorf("three equal jobs: %+v", d)
+		t.Errorf("three equal jobs, by arrival: %+v", d)
 	}
 	if want := "k80: estimated done in 17m there, against 25m on v100"; d["j3"].Reason != want {
 		t.Errorf("j3's reason %q, want %q", d["j3"].Reason, want)
@@ -138,10 +138,39 @@ func TestAJobDoesNotHoldBackWaitingJobsForLittle(t *testing.T) {
 	if want := "fast: estimated done in 20m there, against 17m on slow; on slow it would hold back 3 waiting jobs"; d["a"].Reason != want {
 		t.Errorf("reason %q, want %q", d["a"].Reason, want)
 	}
-	// With nobody waiting on the slow type, it goes there.
-	d = typechoice.Assign(one, slices.DeleteFunc(slices.Clone(jobs), func(j typechoice.Job) bool { return j.ID[0] == 'w' }), now, typechoice.ByWork, typechoice.DefaultConfig())
-	if d["a"].Type != "slow" {
+	// With nobody waiting on the slow type, and a third short job ahead of
+	// it on the fast one, it goes to the slow type.
+	jobs = slices.DeleteFunc(slices.Clone(jobs), func(j typechoice.Job) bool { return j.ID[0] == 'w' })
+	jobs = append(jobs, typechoice.Job{ID: "f3", Types: []string{"fast"}, Speed: map[string]float64{"fast": 2}, Work: 900, Current: "fast"})
+	d = typechoice.Assign(one, jobs, now, typechoice.ByWork, typechoice.DefaultConfig())
+	if d["a"].Type != "slow" || d["a"].Done != 1000 {
 		t.Errorf("nobody waiting: %+v", d["a"])
+	}
+}
+
+// TestALongJobIsNotSentAwayForTheShortJobsAheadOfIt: under least work
+// first, the short jobs waiting on a long job's fast type go ahead of it
+// there, so it does not hold them back; it stays, rather than run three
+// times as long on the idle slow type. Where a new job goes ahead of
+// every job that has run (least attained service) and where the jobs
+// waiting stand for those that will arrive behind it (by arrival), it
+// would hold them back, and goes to the slow type.
+func TestALongJobIsNotSentAwayForTheShortJobsAheadOfIt(t *testing.T) {
+	one := []typechoice.Type{{Name: "k80", GPUs: 1}, {Name: "v100", GPUs: 1}}
+	var jobs []typechoice.Job
+	for i := range 6 {
+		jobs = append(jobs, typechoice.Job{ID: fmt.Sprintf("s%d", i), Types: []string{"v100"}, Speed: map[string]float64{"v100": 3},
+			Work: 3000, Current: "v100", Submitted: now.Add(-time.Hour)})
+	}
+	jobs = append(jobs, typechoice.Job{ID: "long", Types: []string{"k80", "v100"}, Speed: map[string]float64{"k80": 1, "v100": 3}, Work: 36000, Submitted: now})
+	for order, want := range map[string]typechoice.Decision{
+		typechoice.ByWork:    {Type: "v100", Done: 18000, Reason: "v100: estimated done in 5h00m there, against 10h00m on k80"},
+		typechoice.ByService: {Type: "k80", Done: 36000, Reason: "k80: estimated done in 10h00m there, against 5h00m on v100; on v100 it would hold back 5 waiting jobs"},
+		typechoice.ByArrival: {Type: "k80", Done: 36000, Reason: "k80: estimated done in 10h00m there, against 5h00m on v100; on v100 it would hold back 5 waiting jobs"},
+	} {
+		if got := typechoice.Assign(one, jobs, now, order, typechoice.DefaultConfig())["long"]; got != want {
+			t.Errorf("%s: got %+v, want %+v", order, got, want)
+		}
 	}
 }
 
@@ -249,7 +278,8 @@ func contains(s []string, v string) bool {
 
 func TestOrderOf(t *testing.T) {
 	for p, want := range map[string]string{"FIFO": typechoice.ByArrival, "Elastic-FIFO": typechoice.ByArrival, "FfDLOptimizer": typechoice.ByArrival,
-		"SRJF": typechoice.ByWork, "HeSRPT": typechoice.ByWork, "ElasticTiresias": typechoice.ByWork, "AFS-L": typechoice.ByWork} {
+		"SRJF": typechoice.ByWork, "Elastic-SRJF": typechoice.ByWork, "HeSRPT": typechoice.ByWork, "AFS-L": typechoice.ByWork,
+		"Tiresias": typechoice.ByService, "ElasticTiresias": typechoice.ByService} {
 		if got := typechoice.OrderOf(p); got != want {
 			t.Errorf("OrderOf(%s) = %s, want %s", p, got, want)
 		}

@@ -124,8 +124,11 @@ func (c *Controller) readTypes(ctx context.Context, names []string) (*typeState,
 			return nil, err
 		}
 		st.types = append(st.types, typechoice.Type{Name: t, GPUs: gpus, Elastic: !algorithm.Rigid(policy)})
-		if typechoice.OrderOf(policy) == typechoice.ByWork {
-			st.order = typechoice.ByWork // the order of most policies
+		switch o := typechoice.OrderOf(policy); {
+		case o == typechoice.ByWork:
+			st.order = o // the order of most policies
+		case o == typechoice.ByService && st.order == typechoice.ByArrival:
+			st.order = o
 		}
 	}
 	var l v1alpha1.TrainingJobList

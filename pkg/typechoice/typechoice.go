@@ -44,7 +44,9 @@
 // costs at least Prefer (a fifth) less. A job already on a type moves only
 // when another type costs at least Hysteresis (a fifth) less, and not
 // within MinDwell (10 minutes) of its last move. Each decision updates the
-// types' lists before the next job is considered.
+// types' lists before the next job is considered. Under least work first
+// a new job is on its fastest type's list until its turn, so the jobs
+// that arrive together see those of more work behind them.
 //
 // This is list scheduling on unrelated machines (Graham's list schedule;
 // the minimum-completion-time heuristic of Braun et al., "A comparison of
@@ -423,10 +425,34 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 		}
 		return lanes[t]
 	}
+	// Under least work first, a new job is in a lane from the start, on
+	// its fastest type until its turn: the jobs that pick before it, of
+	// less work, see it among the jobs they would hold back. (Under the
+	// other orders the jobs waiting stand for those that will come
+	// behind, this round's new jobs among them.)
+	on := make(map[string]string, len(jobs))
 	for i := range jobs {
-		if j := &jobs[i]; j.Current != "" {
-			laneOf(j.Current).add(entryOn(j, j.Current))
+		j := &jobs[i]
+		t := j.Current
+		if t == "" && len(j.Types) > 0 && order == ByWork {
+			if f := fastest(j, gpus, entryOn); gpus[f] > 0 {
+				t = f
+			}
 		}
+		if t != "" {
+			laneOf(t).add(entryOn(j, t))
+			on[j.ID] = t
+		}
+	}
+	put := func(j *Job, t string) {
+		if on[j.ID] == t {
+			return
+		}
+		if on[j.ID] != "" {
+			laneOf(on[j.ID]).remove(j.ID)
+		}
+		laneOf(t).add(entryOn(j, t))
+		on[j.ID] = t
 	}
 	out := make(map[string]Decision, len(jobs))
 	// The least work first (ties by ID): short jobs pick first.
@@ -445,12 +471,7 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 		}
 		if len(j.Types) == 1 {
 			t := j.Types[0]
-			if j.Current != t {
-				if j.Current != "" {
-					laneOf(j.Current).remove(j.ID)
-				}
-				laneOf(t).add(entryOn(j, t))
-			}
+			put(j, t)
 			out[j.ID] = Decision{Type: t, Reason: "the only type it accepts"}
 			continue
 		}
@@ -513,12 +534,7 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 				j.Current, best, words(fin[best]), words(fin[j.Current]), 100*cfg.Hysteresis)
 		}
 		d.Done = fin[d.Type]
-		if d.Type != j.Current {
-			if j.Current != "" {
-				laneOf(j.Current).remove(j.ID)
-			}
-			laneOf(d.Type).add(entryOn(j, d.Type))
-		}
+		put(j, d.Type)
 		out[j.ID] = d
 	}
 	return out

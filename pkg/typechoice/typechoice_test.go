@@ -54,6 +54,16 @@ func TestNewJobsGoWhereTheyFinishFirst(t *testing.T) {
 	if want := "k80: estimated done in 17m there, against 25m on v100"; d["j3"].Reason != want {
 		t.Errorf("j3's reason %q, want %q", d["j3"].Reason, want)
 	}
+	// Served by work, the three arrive together on the V100's list; the
+	// first to pick would hold back the other two there, and takes the K80
+	// (the same total: one job on the K80, two on the V100).
+	d = typechoice.Assign(one, three, now, typechoice.ByWork, cfg)
+	if d["j1"].Type != "k80" || d["j2"].Type != "v100" || d["j3"].Type != "v100" || d["j3"].Done != 1000 {
+		t.Errorf("three equal jobs, by work: %+v", d)
+	}
+	if want := "k80: estimated done in 17m there, against 8m on v100; on v100 it would hold back 2 waiting jobs"; d["j1"].Reason != want {
+		t.Errorf("j1's reason %q, want %q", d["j1"].Reason, want)
+	}
 }
 
 // TestCloseCallsGoToTheFastestType: a new job a little sooner done on a
@@ -171,6 +181,26 @@ func TestALongJobIsNotSentAwayForTheShortJobsAheadOfIt(t *testing.T) {
 		if got := typechoice.Assign(one, jobs, now, order, typechoice.DefaultConfig())["long"]; got != want {
 			t.Errorf("%s: got %+v, want %+v", order, got, want)
 		}
+	}
+}
+
+// TestJobsThatArriveTogetherSeeEachOther: under least work first, a short
+// job that arrives with two longer ones sees them on the fast type's
+// list, behind it, and leaves them the fast type; alone, it takes it.
+func TestJobsThatArriveTogetherSeeEachOther(t *testing.T) {
+	one := []typechoice.Type{{Name: "k80", GPUs: 1}, {Name: "v100", GPUs: 1}}
+	speed := map[string]float64{"k80": 1, "v100": 1.5}
+	jobs := []typechoice.Job{
+		{ID: "short", Types: []string{"k80", "v100"}, Speed: speed, Work: 1500, Submitted: now},
+		{ID: "long1", Types: []string{"v100"}, Speed: speed, Work: 3000, Submitted: now},
+		{ID: "long2", Types: []string{"v100"}, Speed: speed, Work: 3000, Submitted: now},
+	}
+	d := typechoice.Assign(one, jobs, now, typechoice.ByWork, typechoice.DefaultConfig())
+	if want := "k80: estimated done in 25m there, against 17m on v100; on v100 it would hold back 2 waiting jobs"; d["short"].Type != "k80" || d["short"].Reason != want {
+		t.Errorf("together: got %+v, want k80 because %q", d["short"], want)
+	}
+	if d := typechoice.Assign(one, jobs[:1], now, typechoice.ByWork, typechoice.DefaultConfig()); d["short"].Type != "v100" {
+		t.Errorf("alone: %+v", d["short"])
 	}
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -97,6 +98,9 @@ func (a *apiFlags) addTo(mgr ctrl.Manager, cfg *rest.Config, o kube.ManagerOptio
 	if o.Namespace != "" && ns != o.Namespace {
 		return usageError{fmt.Errorf("--api-namespace %s is outside --namespace %s: the controller would never see those jobs", ns, o.Namespace)}
 	}
+	if err := kube.IndexJobEvents(context.Background(), mgr); err != nil {
+		return err
+	}
 	s, err := server.New(c, auth, server.Options{
 		Namespace: ns, AdminGroups: groups,
 		DefaultAlgorithm: o.Policy, DefaultRateLimit: o.RateLimit, Algorithm: o.Algorithm, ConfigNamespace: o.ConfigNamespace,
@@ -106,7 +110,7 @@ func (a *apiFlags) addTo(mgr ctrl.Manager, cfg *rest.Config, o kube.ManagerOptio
 		Log: o.Log.WithName("api"),
 		// The dashboard's and the schedulers' reads of the whole cluster
 		// come from the controller's caches, which every replica keeps.
-		Cache: mgr.GetCache(), OtherGPUs: kc.OtherGPUsByNode,
+		Cache: mgr.GetCache(), OtherGPUs: kc.OtherGPUsByNode, Events: mgr.GetCache(),
 	})
 	if err != nil {
 		return err

@@ -202,7 +202,10 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	opts.Now = func() time.Time { return tlsClock }
 	// It reads the whole cluster from the controller's caches, as
 	// voda controller's API does; the first server reads the API server.
-	opts.Cache, opts.OtherGPUs = mgr.GetCache(), ctrl.OtherGPUsByNode
+	opts.Cache, opts.OtherGPUs, opts.Events = mgr.GetCache(), ctrl.OtherGPUsByNode, mgr.GetCache()
+	if err := kube.IndexJobEvents(context.Background(), mgr); err != nil {
+		t.Fatal(err)
+	}
 	trs, err := server.New(sa, server.TokenReview{Client: sa}, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -855,6 +858,18 @@ func testTokenReview(t *testing.T, e *apiEnv) {
 			return false, err
 		}
 		return reflect.DeepEqual(cached, direct), fmt.Errorf("cached %+v, direct %+v", cached, direct)
+	})
+	// Its Events too (the dashboard's job page reads the same).
+	eventually(t, time.Minute, "the cached and the direct Events of bot-job agree", func() (bool, error) {
+		cached, err := bot.JobEvents(ctx, "bot-job")
+		if err != nil {
+			return false, err
+		}
+		direct, err := root.JobEvents(ctx, "bot-job")
+		if err != nil {
+			return false, err
+		}
+		return len(direct) > 0 && reflect.DeepEqual(cached, direct), fmt.Errorf("cached %+v, direct %+v", cached, direct)
 	})
 	// The namespace's service accounts are admins of this server.
 	if _, err := bot.SetScheduler(ctx, testGPUType, rest.SchedulerUpdate{RateLimit: "2s"}); err != nil {

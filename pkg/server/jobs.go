@@ -263,18 +263,37 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, u User) error
 	if err != nil {
 		return err
 	}
-	var l corev1.EventList
-	sel := fields.Set{"involvedObject.kind": "TrainingJob", "involvedObject.name": tj.Name, "involvedObject.uid": string(tj.UID)}
-	if err := s.c.List(r.Context(), &l, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{Selector: sel.AsSelector()}); err != nil {
-		return kubeError(err, "events", tj.Name)
+	events, err := s.eventsOf(r.Context(), tj)
+	if err != nil {
+		return err
 	}
-	out := rest.EventList{Items: make([]rest.Event, 0, len(l.Items))}
-	for i := range l.Items {
-		out.Items = append(out.Items, restEvent(&l.Items[i]))
+	out := rest.EventList{Items: make([]rest.Event, 0, len(events))}
+	for i := range events {
+		out.Items = append(out.Items, restEvent(&events[i]))
 	}
 	slices.SortStableFunc(out.Items, func(a, b rest.Event) int { return a.LastTime.Compare(b.LastTime) })
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// eventsOf lists a job's Events: from Options.Events if set, else from the
+// API server.
+func (s *Server) eventsOf(ctx context.Context, tj *v1alpha1.TrainingJob) ([]corev1.Event, error) {
+	var l corev1.EventList
+	if s.o.Events != nil {
+		if err := s.o.Events.List(ctx, &l, client.InNamespace(tj.Namespace), client.MatchingFields{kube.JobEventsField: tj.Name}); err != nil {
+			return nil, kubeError(err, "events", tj.Name)
+		}
+		// An earlier job of the same name had Events of its own.
+		return slices.DeleteFunc(l.Items, func(e corev1.Event) bool {
+			return e.InvolvedObject.Kind != "TrainingJob" || e.InvolvedObject.UID != tj.UID
+		}), nil
+	}
+	sel := fields.Set{"involvedObject.kind": "TrainingJob", "involvedObject.name": tj.Name, "involvedObject.uid": string(tj.UID)}
+	if err := s.c.List(ctx, &l, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{Selector: sel.AsSelector()}); err != nil {
+		return nil, kubeError(err, "events", tj.Name)
+	}
+	return l.Items, nil
 }
 
 // restEvent is an Event as the API gives it.

@@ -84,6 +84,11 @@ type Options struct {
 	// hold on each node (the controller's cache of those pods); nil lists
 	// them from the API server.
 	OtherGPUs func(ctx context.Context, resOf func(node string) corev1.ResourceName) (map[string]int, error)
+	// Events, if set, serves the Events of jobs, indexed by
+	// kube.JobEventsField (the controller's cache, kube.IndexJobEvents);
+	// nil lists them from the API server, which filters every Event of
+	// the namespace for each job.
+	Events client.Reader
 }
 
 // Server is Voda's REST API over the Kubernetes API: jobs are TrainingJobs,

@@ -20,9 +20,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vodascheduler/voda/pkg/apis/rest"
@@ -462,13 +460,12 @@ func (s *Server) uiJob(w http.ResponseWriter, r *http.Request, sess session) err
 			return err
 		}
 	}
-	var l corev1.EventList
-	sel := fields.Set{"involvedObject.kind": "TrainingJob", "involvedObject.name": tj.Name, "involvedObject.uid": string(tj.UID)}
-	if err := s.c.List(r.Context(), &l, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{Selector: sel.AsSelector()}); err != nil {
-		return kubeError(err, "events", tj.Name)
+	list, err := s.eventsOf(r.Context(), tj)
+	if err != nil {
+		return err
 	}
-	events := make([]ui.JobEvent, 0, len(l.Items))
-	for _, e := range l.Items {
+	events := make([]ui.JobEvent, 0, len(list))
+	for _, e := range list {
 		ev := restEvent(&e)
 		n, sized := kube.EventWorkers(e.Reason, e.Message)
 		events = append(events, ui.JobEvent{Event: ev, Workers: n, Sized: sized})

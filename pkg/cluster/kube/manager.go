@@ -67,6 +67,10 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, *Controlle
 		// and of each only what the controller reads.
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasJob), Transform: slimWorker},
+			// The Events of TrainingJobs, for the REST API and the
+			// dashboard, if they ask (IndexJobEvents): listing them from
+			// the API server filters every Event of the namespace.
+			&corev1.Event{}: {Field: fields.OneTermEqualSelector("involvedObject.kind", "TrainingJob")},
 		},
 	}
 	if opts.Namespace != "" {
@@ -150,4 +154,18 @@ func Run(ctx context.Context, cfg *rest.Config, opts ManagerOptions) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// JobEventsField indexes the Events of TrainingJobs in the manager's cache
+// by the job's name (IndexJobEvents).
+const JobEventsField = "involvedObject.name"
+
+// IndexJobEvents lets the manager's cache serve the Events of a
+// TrainingJob by its name (client.MatchingFields{JobEventsField: name}),
+// the reads of the REST API and the dashboard; the cache then watches the
+// Events of TrainingJobs. Call it before the manager starts.
+func IndexJobEvents(ctx context.Context, mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(ctx, &corev1.Event{}, JobEventsField, func(o client.Object) []string {
+		return []string{o.(*corev1.Event).InvolvedObject.Name}
+	})
 }

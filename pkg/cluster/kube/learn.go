@@ -192,10 +192,23 @@ func (c *Controller) finished(ctx context.Context, id api.JobID, completed bool)
 }
 
 // disruption is a job's start, resize or migration that has not yet
-// settled: since when, on how many workers.
+// settled: since when, on how many workers, and when Voda last let its
+// workers' pods be bound (ungated them).
 type disruption struct {
-	since   time.Time
-	workers int
+	since    time.Time
+	workers  int
+	released time.Time
+}
+
+// ungated notes that a job's last gated workers were let go to their nodes
+// now: the gang clock counts from here (checkGang).
+func (c *Controller) ungated(id api.JobID) {
+	c.estMu.Lock()
+	defer c.estMu.Unlock()
+	if d, ok := c.disrupted[id]; ok {
+		d.released = time.Now()
+		c.disrupted[id] = d
+	}
 }
 
 // restarting notes that a job's workers restart from now.

@@ -26,9 +26,13 @@ import (
 // So the gang clock does not run out while some of a job's workers have no
 // pod, the operator is busy (it created a pod in the last OperatorIdle) and
 // it has not said it failed to create this job's pods (a Warning Event on
-// the child since the placement). An operator that stops, or that cannot
-// create the pods (a quota, a webhook that refuses them), lets the clock run,
-// so a job whose pods never come still gives its GPUs back.
+// the child since the placement whose reason is a failure: the training
+// operator's FailedCreatePod, mpi-operator's MPIJobFailed ("worker pod
+// created failed") or ErrResourceExists; the training operator also
+// repeats its pods' conditions as Warnings, such as SchedulingGated, which
+// are no complaint). An operator that stops, or that cannot create the pods
+// (a quota, a webhook that refuses them), lets the clock run, so a job
+// whose pods never come still gives its GPUs back.
 
 // DefaultOperatorIdle is how long an operator may create no pod before it
 // counts as idle.
@@ -140,7 +144,7 @@ func (c *Controller) watchOperators(mgr ctrl.Manager) error {
 			return err
 		}
 		note := func(obj any) {
-			if e, ok := obj.(*corev1.Event); ok {
+			if e, ok := obj.(*corev1.Event); ok && complaint(e.Reason) {
 				r := e.InvolvedObject
 				c.ops.warn(childKey{r.Kind, r.Namespace, r.Name}, warning{at: eventTime(e), message: e.Reason + ": " + e.Message})
 			}
@@ -156,6 +160,12 @@ func (c *Controller) watchOperators(mgr ctrl.Manager) error {
 		}
 	}
 	return nil
+}
+
+// complaint says whether a Warning Event's reason on a child says its
+// operator failed to create what the job needs.
+func complaint(reason string) bool {
+	return strings.HasPrefix(reason, "Failed") || reason == "MPIJobFailed" || reason == "ErrResourceExists"
 }
 
 // slimEvent keeps of an Event what the gang clock reads.

@@ -50,3 +50,15 @@ func TestOperatorsWaiting(t *testing.T) {
 		t.Errorf("said %q after an older complaint", said)
 	}
 }
+
+func TestComplaint(t *testing.T) {
+	for reason, want := range map[string]bool{
+		"FailedCreatePod": true, "FailedCreateService": true, "MPIJobFailed": true, "ErrResourceExists": true,
+		// The training operator repeats its pods' conditions as Warnings.
+		"SchedulingGated": false, "Unschedulable": false, "BackOff": false, "": false,
+	} {
+		if got := complaint(reason); got != want {
+			t.Errorf("complaint(%q) = %v, want %v", reason, got, want)
+		}
+	}
+}

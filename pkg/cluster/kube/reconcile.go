@@ -526,7 +526,7 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 		if err := c.showRunning(ctx, tj, id, seen{why: msg}); err != nil {
 			return 0, err
 		}
-		if recheck, err := c.checkGang(ctx, tj, rt, id, int(n), 0); recheck <= 0 || err != nil {
+		if recheck, err := c.checkGang(ctx, tj, rt, id, int(n), 0, 0); recheck <= 0 || err != nil {
 			return 0, err
 		}
 		return time.Second, nil
@@ -598,7 +598,7 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 			noPod++
 		}
 	}
-	if recheck, err := c.checkGang(ctx, tj, rt, id, int(n)-running, noPod); recheck <= 0 || err != nil {
+	if recheck, err := c.checkGang(ctx, tj, rt, id, int(n)-running, noPod, len(waiting)); recheck <= 0 || err != nil {
 		return 0, err
 	}
 	if noPod > 0 {
@@ -616,6 +616,7 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 			return 0, err
 		}
 	}
+	c.ungated(id)
 	if again, err := c.released(ctx, pg, true); again > 0 || err != nil {
 		return again, err
 	}
@@ -641,11 +642,16 @@ func (c *Controller) showRunning(ctx context.Context, tj *v1alpha1.TrainingJob, 
 // checkGang requeues a job whose gang has not all run for GangTimeout since
 // its last start, resize or migration (say, GPUs taken by something else in
 // the meantime, a node that refuses the pods): its GPUs go back and it
-// waits for the next rescheduling, with a Warning Event saying why. While
-// noPod of its workers have no pod and the runtime's operator is busy
-// creating other pods, the timeout waits for it (operators.go). It
-// returns 0 once it requeued the job, else when to look again.
-func (c *Controller) checkGang(ctx context.Context, tj *v1alpha1.TrainingJob, rt *workload, id api.JobID, notRunning, noPod int) (time.Duration, error) {
+// waits for the next rescheduling, with a Warning Event saying why. The
+// clock counts from the last time Voda let gated workers go to their
+// nodes, if later: until every worker has a pod and is let go, the job
+// waits for its operator and for Voda's own writes, which at thousands of
+// jobs placed at once take minutes. While noPod of its workers have no
+// pod and the runtime's operator is busy creating other pods, the timeout
+// waits for it (operators.go); while gated of them are still gated with
+// every pod there, they are let go in this pass. It returns 0 once it
+// requeued the job, else when to look again.
+func (c *Controller) checkGang(ctx context.Context, tj *v1alpha1.TrainingJob, rt *workload, id api.JobID, notRunning, noPod, gated int) (time.Duration, error) {
 	c.estMu.Lock()
 	d, ok := c.disrupted[id]
 	c.estMu.Unlock()
@@ -656,8 +662,15 @@ func (c *Controller) checkGang(ctx context.Context, tj *v1alpha1.TrainingJob, rt
 		c.restarting(id, int(tj.Status.Workers))
 		return c.opts.GangTimeout, nil
 	}
-	if left := c.opts.GangTimeout - time.Since(d.since); left > 0 {
+	since := d.since
+	if d.released.After(since) {
+		since = d.released
+	}
+	if left := c.opts.GangTimeout - time.Since(since); left > 0 {
 		return left, nil
+	}
+	if gated > 0 && noPod == 0 {
+		return c.opts.GangTimeout, nil
 	}
 	reason := fmt.Sprintf("%d of %d workers not running %s after they were placed", notRunning, tj.Status.Workers, c.opts.GangTimeout)
 	if noPod > 0 {

@@ -245,8 +245,13 @@ func failover(ctx context.Context, env *testenv.Env, bin, dir, ns string, jobs, 
 		return err
 	}
 	started := map[string]int{}
+	reasons := map[string]int{}
 	for _, e := range events.Items {
-		if e.Reason == "Started" && e.Source.Component == "voda-scheduler" {
+		if e.Source.Component != "voda-scheduler" {
+			continue
+		}
+		reasons[e.Reason] += int(max(e.Count, 1))
+		if e.Reason == "Started" {
 			started[e.InvolvedObject.Name] += int(max(e.Count, 1))
 		}
 	}
@@ -264,6 +269,7 @@ func failover(ctx context.Context, env *testenv.Env, bin, dir, ns string, jobs, 
 	slices.Sort(takeovers)
 	slices.Sort(firstRounds)
 	fmt.Printf("%d jobs in %s: %v; %d with a Started Event, %d started more than once\n", len(tjs.Items), end.Round(time.Second), phases, len(started), twice)
+	fmt.Printf("Voda's Events: %v\n", reasons)
 	fmt.Printf("%d kills: takeover after p50 %.1f s, max %.1f s; first round of the new leader p50 %.1f s, max %.1f s after the kill\n",
 		len(done), pct(takeovers, 50), pct(takeovers, 100), pct(firstRounds, 50), pct(firstRounds, 100))
 	oc.mu.Lock()

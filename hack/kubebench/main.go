@@ -202,14 +202,8 @@ func run() error {
 				// The pages while the jobs still start, not only once
 				// everything has settled.
 				lastPages = time.Now()
-				running := 0
-				for _, st := range seen {
-					if st.ok {
-						running++
-					}
-				}
 				_, rss := procStats(ctl.Process.Pid)
-				fmt.Printf("+%s: %d jobs running; controller RSS %.1f MiB\n", time.Since(begin).Round(time.Second), running, rss)
+				fmt.Printf("+%s: %d jobs running; controller RSS %.1f MiB\n", time.Since(begin).Round(time.Second), countOK(seen), rss)
 				timePages(ctx, api, gpuTypes[0], pageJobs)
 			}
 		}
@@ -241,8 +235,13 @@ func run() error {
 	gpusUsed := 0
 	for name, st := range seen {
 		decided = append(decided, st.decided.Sub(created[name]).Seconds())
-		first = append(first, st.first.Sub(created[name]).Seconds())
-		last = append(last, st.last.Sub(created[name]).Seconds())
+		// A job whose workers never all ran has no such times.
+		if !st.first.IsZero() {
+			first = append(first, st.first.Sub(created[name]).Seconds())
+		}
+		if !st.last.IsZero() {
+			last = append(last, st.last.Sub(created[name]).Seconds())
+		}
 		gpusUsed += st.workers
 	}
 	slices.Sort(decided)
@@ -304,13 +303,18 @@ func run() error {
 			}
 		}
 	}
-	fmt.Printf("jobs running: %d of %d (the others wait) on %d of %d GPUs of %d type(s); every plan carried out %s after the first creation\n",
-		len(seen), jobs, gpusUsed*int(k), nodes*gpus, len(gpuTypes), all.Round(time.Millisecond))
+	settled := "every plan carried out " + all.Round(time.Millisecond).String() + " after the first creation"
+	if stable.IsZero() {
+		all = time.Since(begin)
+		settled = fmt.Sprintf("not settled after %s", all.Round(time.Second))
+	}
+	fmt.Printf("jobs given GPUs: %d of %d (the others wait) on %d of %d GPUs of %d type(s), %d with every worker Running (%d at some point); %s\n",
+		len(seen), jobs, gpusUsed*int(k), nodes*gpus, len(gpuTypes), countOK(seen), len(first), settled)
 	fmt.Printf("creation → status Running (the engine's decision written): p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(decided, 50), pct(decided, 99), pct(decided, 100))
 	fmt.Printf("creation → %s created: p50 %.2f s, p99 %.2f s; → worker pod created: p50 %.2f s, p99 %.2f s; → worker bound: p50 %.2f s, p99 %.2f s (1 s resolution)\n",
 		strings.Join(childKinds, " or "), pct(mpiAt, 50), pct(mpiAt, 99), pct(podAt, 50), pct(podAt, 99), pct(boundAt, 50), pct(boundAt, 99))
-	fmt.Printf("creation → first start, all workers Running: p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(first, 50), pct(first, 99), pct(first, 100))
-	fmt.Printf("creation → final allocation, all workers Running: p50 %.2f s, p99 %.2f s, max %.2f s\n", pct(last, 50), pct(last, 99), pct(last, 100))
+	fmt.Printf("creation → first start, all workers Running (%d jobs): p50 %.2f s, p99 %.2f s, max %.2f s\n", len(first), pct(first, 50), pct(first, 99), pct(first, 100))
+	fmt.Printf("creation → final allocation, all workers Running (%d jobs): p50 %.2f s, p99 %.2f s, max %.2f s\n", len(last), pct(last, 50), pct(last, 99), pct(last, 100))
 	fmt.Printf("actions: %d (%.1f per second over the run)\n", actions, float64(actions)/all.Seconds())
 	fmt.Printf("controller: CPU %.2f s, peak RSS %.1f MiB\n", cpu, peak)
 	if scale {
@@ -433,4 +437,15 @@ func envInt(name string, def int) int {
 		return n
 	}
 	return def
+}
+
+// countOK is how many jobs run every worker of their allocation now.
+func countOK(seen map[string]*state) int {
+	n := 0
+	for _, st := range seen {
+		if st.ok {
+			n++
+		}
+	}
+	return n
 }

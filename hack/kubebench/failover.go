@@ -32,9 +32,9 @@ import (
 
 // replica is one controller process of the failover mode.
 type replica struct {
-	name        string
-	metricsAddr string
-	cmd         *exec.Cmd
+	name                 string
+	metricsAddr, apiAddr string
+	cmd                  *exec.Cmd
 }
 
 func (r *replica) start(bin string, args []string, logDir string) error {
@@ -42,7 +42,9 @@ func (r *replica) start(bin string, args []string, logDir string) error {
 	if err != nil {
 		return err
 	}
-	r.cmd = exec.Command(bin, append(args, "--metrics-addr", r.metricsAddr)...)
+	// Each replica serves its REST API and metrics on ports of its own,
+	// as pods of a Deployment would.
+	r.cmd = exec.Command(bin, append(args, "--metrics-addr", r.metricsAddr, "--api-addr", r.apiAddr)...)
 	r.cmd.Stdout, r.cmd.Stderr = logf, logf
 	if err := r.cmd.Start(); err != nil {
 		return err
@@ -136,7 +138,11 @@ func failover(ctx context.Context, env *testenv.Env, bin, dir, ns string, jobs, 
 		if err != nil {
 			return err
 		}
-		r := &replica{name: fmt.Sprintf("controller-%d", i), metricsAddr: addr}
+		api, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		r := &replica{name: fmt.Sprintf("controller-%d", i), metricsAddr: addr, apiAddr: api}
 		if err := r.start(bin, args, dir); err != nil {
 			return err
 		}
@@ -193,6 +199,11 @@ func failover(ctx context.Context, env *testenv.Env, bin, dir, ns string, jobs, 
 		}
 		if leader == nil {
 			return fmt.Errorf("kill %d: no replica leads", k+1)
+		}
+		for _, r := range reps {
+			if r.cmd.ProcessState != nil {
+				return fmt.Errorf("kill %d: %s exited on its own (%s); see its log in %s", k+1, r.name, r.cmd.ProcessState, dir)
+			}
 		}
 		at := time.Now()
 		if err := leader.cmd.Process.Kill(); err != nil {

@@ -639,67 +639,6 @@ func (c *Controller) showRunning(ctx context.Context, tj *v1alpha1.TrainingJob, 
 	})
 }
 
-// checkGang requeues a job whose gang has not all run for GangTimeout since
-// its last start, resize or migration (say, GPUs taken by something else in
-// the meantime, a node that refuses the pods): its GPUs go back and it
-// waits for the next rescheduling, with a Warning Event saying why. The
-// clock counts from the last time Voda let gated workers go to their
-// nodes, if later: until every worker has a pod and is let go, the job
-// waits for its operator and for Voda's own writes, which at thousands of
-// jobs placed at once take minutes. While noPod of its workers have no
-// pod and the runtime's operator is busy creating other pods, the timeout
-// waits for it (operators.go); while gated of them are still gated with
-// every pod there, they are let go in this pass. It returns 0 once it
-// requeued the job, else when to look again.
-func (c *Controller) checkGang(ctx context.Context, tj *v1alpha1.TrainingJob, rt *workload, id api.JobID, notRunning, noPod, gated int) (time.Duration, error) {
-	c.estMu.Lock()
-	d, ok := c.disrupted[id]
-	c.estMu.Unlock()
-	if !ok {
-		// Placed before this controller took over (a restart, a new
-		// leader): the clock starts now, so the gang gets at most one more
-		// GangTimeout instead of holding its GPUs for ever.
-		c.restarting(id, int(tj.Status.Workers))
-		return c.opts.GangTimeout, nil
-	}
-	since := d.since
-	if d.released.After(since) {
-		since = d.released
-	}
-	if left := c.opts.GangTimeout - time.Since(since); left > 0 {
-		return left, nil
-	}
-	if gated > 0 && noPod == 0 {
-		return c.opts.GangTimeout, nil
-	}
-	reason := fmt.Sprintf("%d of %d workers not running %s after they were placed", notRunning, tj.Status.Workers, c.opts.GangTimeout)
-	if noPod > 0 {
-		wait, said := c.ops.waiting(childKey{rt.kind, tj.Namespace, tj.Name}, d.since, time.Now())
-		if wait {
-			return c.ops.idle, nil
-		}
-		reason += fmt.Sprintf("; %d without a pod", noPod)
-		if said != "" {
-			reason += fmt.Sprintf(" (%s %s: %s)", rt.kind, tj.Name, said)
-		}
-	}
-	gt := api.GPUType(tj.CurrentGPUType())
-	e := c.engineFor(gt)
-	err := e.loop.Do(ctx, func(en *scheduler.Engine) error {
-		if err := en.Step(scheduler.JobStalled{ID: id, Reason: reason}); err != nil {
-			return err
-		}
-		j, _ := en.Job(id)
-		return e.persist(ctx, j, true)
-	})
-	if err != nil {
-		return 0, err
-	}
-	c.runningAgain(id, gt, true)
-	c.event(id, corev1.EventTypeWarning, "GangTimeout", "Requeued: "+reason)
-	return 0, nil
-}
-
 // podHost is the hostname a pod runs on or is bound for, if any.
 func (c *Controller) podHost(p *corev1.Pod) string {
 	if p.Spec.NodeName != "" {

@@ -35,6 +35,8 @@ type replica struct {
 	name                 string
 	metricsAddr, apiAddr string
 	cmd                  *exec.Cmd
+	// exited is closed once cmd has ended.
+	exited chan struct{}
 }
 
 func (r *replica) start(bin string, args []string, logDir string) error {
@@ -49,7 +51,8 @@ func (r *replica) start(bin string, args []string, logDir string) error {
 	if err := r.cmd.Start(); err != nil {
 		return err
 	}
-	go func(cmd *exec.Cmd, f *os.File) { _ = cmd.Wait(); f.Close() }(r.cmd, logf)
+	r.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, f *os.File, done chan struct{}) { _ = cmd.Wait(); f.Close(); close(done) }(r.cmd, logf, r.exited)
 	return nil
 }
 
@@ -201,8 +204,10 @@ func failover(ctx context.Context, env *testenv.Env, bin, dir, ns string, jobs, 
 			return fmt.Errorf("kill %d: no replica leads", k+1)
 		}
 		for _, r := range reps {
-			if r.cmd.ProcessState != nil {
+			select {
+			case <-r.exited:
 				return fmt.Errorf("kill %d: %s exited on its own (%s); see its log in %s", k+1, r.name, r.cmd.ProcessState, dir)
+			default:
 			}
 		}
 		at := time.Now()

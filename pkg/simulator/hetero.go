@@ -527,7 +527,8 @@ func (r *heteroRun) choose(now time.Time) error {
 			speed[t] = hj.thr[t][1] / r.refThroughput(hj)
 			spec := hj.spec(t)
 			runs[t] = typechoice.Run{GPUs: spec.RequestedWorkers, Speedup: hj.thr[t][spec.RequestedWorkers] / hj.thr[t][1],
-				Most: spec.MaxWorkers, MostSpeedup: hj.thr[t][spec.MaxWorkers] / hj.thr[t][1]}
+				Most: spec.MaxWorkers, MostSpeedup: hj.thr[t][spec.MaxWorkers] / hj.thr[t][1],
+				Least: spec.MinWorkers, LeastSpeedup: hj.thr[t][spec.MinWorkers] / hj.thr[t][1]}
 		}
 		types := hj.ok
 		if hj.typ != "" {

@@ -20,10 +20,17 @@
 // list in that order, each on the GPUs it asks for: j starts when the
 // jobs ahead of it that still run leave it g(t) GPUs (and not before the
 // job just ahead of it), then runs d(t). Under an elastic policy each job
-// of the list runs grown into the GPUs free at its start, up to its most,
-// while it holds only its request against the jobs after it (the policy
-// shrinks it to start them). A move adds the restart it costs a job that
-// has run.
+// of the list runs grown into the GPUs free at its start, up to its most.
+// What it holds against the jobs after it depends on who gets the GPUs
+// past the jobs' minimums. Under least work first (and least attained
+// service) the jobs ahead get them first: a job holds its request, as the
+// policy shrinks it no further to start a job after it. Under arrival
+// order (Elastic-FIFO shares them round-robin, FfDL by speedup) they go
+// to no job for being ahead: a job holds only its least (its minimum
+// workers' GPUs), so j starts when the jobs ahead leave room for its
+// least, and runs on what their requests leave it, between its least and
+// its most, at a speed on the line between its request's and the other
+// end's. A move adds the restart it costs a job that has run.
 //
 // A job on t also holds back jobs waiting there: each by about its
 // GPU-seconds over G(t). Its cost on t is C(j, t) = F(j, t) + N(t)·g(t)·
@@ -123,9 +130,12 @@ type Run struct {
 	GPUs    int
 	Speedup float64
 	// On an elastic type, Most is the most GPUs it grows to where they
-	// are free, at MostSpeedup over one GPU.
-	Most        int
-	MostSpeedup float64
+	// are free, at MostSpeedup over one GPU, and Least the fewest it is
+	// shrunk to (its minimum workers' GPUs; 0: GPUs), at LeastSpeedup.
+	Most         int
+	MostSpeedup  float64
+	Least        int
+	LeastSpeedup float64
 }
 
 // Config holds the rule's parameters.
@@ -190,11 +200,13 @@ func OrderOf(policy string) string {
 type entry struct {
 	key float64
 	id  string
-	// gpus is what it asks for and most what it may grow to where they
-	// are free (more than gpus only on elastic types).
-	gpus, most int
-	// dur is its run on gpus; fastest its run on most.
-	dur, fastest float64
+	// gpus is what it asks for, most what it may grow to where they are
+	// free and least what it holds against the jobs after it (other than
+	// gpus only on elastic types; least only under arrival order).
+	gpus, most, least int
+	// dur is its run on gpus, fastest its run on most and slowest on
+	// least.
+	dur, fastest, slowest float64
 }
 
 func (a entry) less(b entry) bool { return a.key < b.key || (a.key == b.key && a.id < b.id) }
@@ -211,6 +223,7 @@ type lane struct {
 	es         []entry
 	start, end []float64 // nil when stale
 	held       []int     // GPUs held by the list's running jobs once es[i] starts
+	ask        []int     // GPUs they ask for
 	waits      int       // jobs of start > 0
 	buf        []end
 }
@@ -241,30 +254,45 @@ func (l *lane) at(e entry) int {
 }
 
 // run is how long e runs from a start with free GPUs: on the GPUs it
-// asks for, or on an elastic type on up to its most of the free ones, at
-// a speed on the line between its request's and its most's.
+// asks for, or on an elastic type on the free ones between its least and
+// its most, at a speed on the line between its request's and its most's
+// (or its least's).
 func (e entry) run(free int) float64 {
-	if e.most <= e.gpus || free <= e.gpus {
+	switch {
+	case free == e.gpus:
+		return e.dur
+	case free > e.gpus:
+		if e.most <= e.gpus {
+			return e.dur
+		}
+		n := min(free, e.most)
+		up := e.dur/e.fastest - 1
+		return e.dur / (1 + up*float64(n-e.gpus)/float64(e.most-e.gpus))
+	}
+	if e.least >= e.gpus {
 		return e.dur
 	}
-	n := min(free, e.most)
-	up := e.dur/e.fastest - 1
-	return e.dur / (1 + up*float64(n-e.gpus)/float64(e.most-e.gpus))
+	n := max(free, e.least)
+	down := 1 - e.dur/e.slowest
+	return e.dur / (1 - down*float64(e.gpus-n)/float64(e.gpus-e.least))
 }
 
 // schedule runs the lane as a list.
 func (l *lane) schedule() {
-	l.start, l.end, l.held = make([]float64, len(l.es)), make([]float64, len(l.es)), make([]int, len(l.es))
+	n := len(l.es)
+	l.start, l.end, l.held, l.ask = make([]float64, n), make([]float64, n), make([]int, n), make([]int, n)
 	run := running{ends: l.buf[:0]}
 	at := 0.0
 	for i, e := range l.es {
-		at = run.fit(at, e.gpus, l.gpus)
-		// It runs grown into the GPUs free at its start; the GPUs it
-		// asks for are what it holds against the jobs after it, as an
-		// elastic policy shrinks it to start them.
-		d := e.run(l.gpus - run.held)
-		run.push(end{at + d, e.gpus})
-		l.start[i], l.end[i], l.held[i] = at, at+d, run.held
+		at = run.fit(at, e.least, l.gpus)
+		// It runs on what the requests of the jobs running beside it
+		// leave, grown into free GPUs up to its most or shrunk as far as
+		// its least; its least is what it holds against the jobs after
+		// it (below its request only under arrival order on an elastic
+		// type: see the package comment).
+		d := e.run(l.gpus - run.ask)
+		run.push(end{at + d, e.least, e.gpus})
+		l.start[i], l.end[i], l.held[i], l.ask[i] = at, at+d, run.held, run.ask
 	}
 	l.buf = run.ends
 	// Starts never decrease along the list: the jobs that wait are a tail.
@@ -284,21 +312,21 @@ func (l *lane) finish(e entry) float64 {
 		return e.run(l.gpus)
 	}
 	at := l.start[i-1]
-	if free := l.gpus - l.held[i-1]; free >= e.gpus {
+	if l.gpus-l.held[i-1] >= e.least {
 		// It fits beside the jobs that hold GPUs when the job ahead of it
 		// starts (some of which may have ended: its growth is counted
 		// only into GPUs surely free).
-		return at + e.run(free)
+		return at + e.run(l.gpus-l.ask[i-1])
 	}
 	run := running{ends: l.buf[:0]}
 	for k := range i {
 		if l.end[k] > at {
-			run.push(end{l.end[k], l.es[k].gpus})
+			run.push(end{l.end[k], l.es[k].least, l.es[k].gpus})
 		}
 	}
-	at = run.fit(at, e.gpus, l.gpus)
+	at = run.fit(at, e.least, l.gpus)
 	l.buf = run.ends
-	return at + e.run(l.gpus-run.held)
+	return at + e.run(l.gpus-run.ask)
 }
 
 // waiting is the number of jobs of the lane, e left out, that wait for
@@ -326,23 +354,24 @@ func (l *lane) waiting(e entry, order string) int {
 	return min(n, after)
 }
 
-// end is a running job of a list schedule: when it ends and the GPUs it
-// holds.
+// end is a running job of a list schedule: when it ends, the GPUs it
+// holds against the jobs after it and the GPUs it asks for.
 type end struct {
-	at   float64
-	gpus int
+	at        float64
+	gpus, ask int
 }
 
 // running is the running jobs of a list schedule, a heap by end, and the
-// GPUs they hold.
+// GPUs they hold and ask for.
 type running struct {
-	ends []end
-	held int
+	ends      []end
+	held, ask int
 }
 
 func (r *running) push(x end) {
 	r.ends = append(r.ends, x)
 	r.held += x.gpus
+	r.ask += x.ask
 	for i := len(r.ends) - 1; i > 0; {
 		p := (i - 1) / 2
 		if r.ends[p].at <= r.ends[i].at {
@@ -360,6 +389,7 @@ func (r *running) pop() end {
 	r.ends[0] = r.ends[last]
 	r.ends = r.ends[:last]
 	r.held -= x.gpus
+	r.ask -= x.ask
 	for i := 0; ; {
 		c := 2*i + 1
 		if c >= last {
@@ -408,13 +438,16 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 		}
 		r := j.Runs[t]
 		g := min(max(r.GPUs, 1), max(gpus[t], 1))
-		e := entry{key: key, id: j.ID, gpus: g, most: g, dur: w / max(r.Speedup, 1)}
-		e.fastest = e.dur
+		e := entry{key: key, id: j.ID, gpus: g, most: g, least: g, dur: w / max(r.Speedup, 1)}
+		e.fastest, e.slowest = e.dur, e.dur
 		if !elastic[t] {
 			return e
 		}
 		if m := min(r.Most, gpus[t]); m > g && r.MostSpeedup > r.Speedup {
 			e.most, e.fastest = m, w/r.MostSpeedup
+		}
+		if order == ByArrival && r.Least >= 1 && r.Least < g {
+			e.least, e.slowest = r.Least, w/max(min(r.LeastSpeedup, r.Speedup), 1)
 		}
 		return e
 	}

@@ -127,6 +127,39 @@ func TestAJobRunsOnItsOwnGPUs(t *testing.T) {
 	}
 }
 
+// TestElasticJobsShrinkToTheirLeast: on an elastic type every V100 is
+// asked for by two long jobs of four GPUs that accept one; the policy
+// shrinks them to start a new job, which the rule counts starting at
+// once on the GPUs the requests leave it (its least, one), not after the
+// long jobs. On a rigid type it waits for them and takes the K80s.
+func TestElasticJobsShrinkToTheirLeast(t *testing.T) {
+	long := func(id string) typechoice.Job {
+		return typechoice.Job{ID: id, Types: []string{"v100"}, Work: 4 * 36000, Speed: map[string]float64{"v100": 1}, Current: "v100", Ran: true,
+			Submitted: now.Add(-time.Hour), Runs: map[string]typechoice.Run{"v100": {GPUs: 4, Speedup: 4, Least: 1, LeastSpeedup: 1}}}
+	}
+	jobs := []typechoice.Job{long("l1"), long("l2"), {ID: "a", Types: []string{"v100", "k80"}, Speed: map[string]float64{"k80": 0.25, "v100": 1},
+		Work: 3600, Submitted: now, Runs: map[string]typechoice.Run{"v100": {GPUs: 2, Speedup: 2, Least: 1, LeastSpeedup: 1}, "k80": {GPUs: 2, Speedup: 2, Least: 1, LeastSpeedup: 1}}}}
+	el := []typechoice.Type{{Name: "k80", GPUs: 8, Elastic: true}, {Name: "v100", GPUs: 8, Elastic: true}}
+	d := typechoice.Assign(el, jobs, now, typechoice.ByArrival, typechoice.DefaultConfig())
+	if d["a"].Type != "v100" || d["a"].Done != 3600 {
+		t.Errorf("elastic: %+v", d["a"])
+	}
+	rigid := []typechoice.Type{{Name: "k80", GPUs: 8}, {Name: "v100", GPUs: 8}}
+	d = typechoice.Assign(rigid, jobs, now, typechoice.ByArrival, typechoice.DefaultConfig())
+	if d["a"].Type != "k80" || d["a"].Done != 7200 {
+		t.Errorf("rigid: %+v", d["a"])
+	}
+	// Its least ignored (the long jobs hold their requests), it would
+	// wait ten hours on the V100s and take the K80s there too.
+	for _, id := range []int{0, 1} {
+		jobs[id].Runs = map[string]typechoice.Run{"v100": {GPUs: 4, Speedup: 4}}
+	}
+	d = typechoice.Assign(el, jobs, now, typechoice.ByArrival, typechoice.DefaultConfig())
+	if d["a"].Type != "k80" || d["a"].Done != 7200 {
+		t.Errorf("long jobs that cannot shrink: %+v", d["a"])
+	}
+}
+
 // TestAJobDoesNotHoldBackWaitingJobsForLittle: a short job would be done
 // a little sooner on a slow type, where it would go ahead of three jobs
 // waiting there; on its fast type it waits behind two short jobs.

@@ -201,9 +201,10 @@ func (c *Controller) runs(tj *v1alpha1.TrainingJob, types []string) map[string]t
 			k = 1
 		}
 		s := api.JobSpec{MinWorkers: int(tj.Spec.MinWorkers), MaxWorkers: int(tj.Spec.MaxWorkers), RequestedWorkers: int(tj.Spec.RequestedWorkers)}
-		n, most := max(s.Requested(), 1), max(s.MaxWorkers, 1)
+		n, most, least := max(s.Requested(), 1), max(s.MaxWorkers, 1), max(s.MinWorkers, 1)
 		out[t] = typechoice.Run{GPUs: n * k, Speedup: float64(k) * max(fit.Speedup(n), 1),
-			Most: most * k, MostSpeedup: float64(k) * max(fit.Speedup(most), 1)}
+			Most: most * k, MostSpeedup: float64(k) * max(fit.Speedup(most), 1),
+			Least: least * k, LeastSpeedup: float64(k) * max(fit.Speedup(least), 1)}
 	}
 	return out
 }

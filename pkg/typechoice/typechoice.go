@@ -17,9 +17,10 @@
 // arrival order (below).
 //
 // F(j, t), when j would be done on t, comes from running t's jobs as a
-// list in that order, each on the GPUs it asks for: j starts when the
-// jobs ahead of it that still run leave it g(t) GPUs (and not before the
-// job just ahead of it), then runs d(t). Under an elastic policy each job
+// list in that order, each on the GPUs it asks for: j starts at the
+// earliest time the jobs ahead of it leave it g(t) GPUs for its whole run
+// (the policies start a later job in GPUs an earlier one cannot use yet:
+// backfilling; the jobs after it do not delay it), then runs d(t). Under an elastic policy each job
 // of the list runs grown into the GPUs free at its start, up to its most.
 // What it holds against the jobs after it depends on who gets the GPUs
 // past the jobs' minimums. Under least work first (and least attained
@@ -216,16 +217,16 @@ func (e entry) size() float64 { return float64(e.gpus) * e.dur }
 
 // lane is a type's jobs in its order and, once asked for, when each would
 // start and end if the type ran them as a list: each job in order, on the
-// GPUs it asks for, as soon as the jobs before it leave it enough GPUs
-// and not before the job just before it.
+// GPUs it asks for, at the earliest time the jobs before it leave it
+// enough GPUs for its whole run.
 type lane struct {
 	gpus       int
 	es         []entry
-	start, end []float64 // nil when stale
-	held       []int     // GPUs held by the list's running jobs once es[i] starts
-	ask        []int     // GPUs they ask for
-	waits      int       // jobs of start > 0
-	buf        []end
+	start, end []float64 // where es[i] runs; once dirty, from es[stale] on out of date
+	stale      int
+	dirty      bool
+	waitAfter  []int // waitAfter[i]: jobs from es[i] on of start > 0
+	steps, tmp []step
 }
 
 func (l *lane) add(e entry) {
@@ -239,12 +240,18 @@ func (l *lane) add(e entry) {
 		return 0
 	})
 	l.es = slices.Insert(l.es, i, e)
-	l.start, l.end = nil, nil
+	l.start, l.end = slices.Insert(l.start, i, 0), slices.Insert(l.end, i, 0)
+	l.stale, l.dirty = min(l.stale, i), true
 }
 
 func (l *lane) remove(id string) {
-	l.es = slices.DeleteFunc(l.es, func(e entry) bool { return e.id == id })
-	l.start, l.end = nil, nil
+	i := slices.IndexFunc(l.es, func(e entry) bool { return e.id == id })
+	if i < 0 {
+		return
+	}
+	l.es = slices.Delete(l.es, i, i+1)
+	l.start, l.end = slices.Delete(l.start, i, i+1), slices.Delete(l.end, i, i+1)
+	l.stale, l.dirty = min(l.stale, i), true
 }
 
 // at is where e goes in the lane's order; the jobs before it are the
@@ -277,56 +284,50 @@ func (e entry) run(free int) float64 {
 	return e.dur / (1 - down*float64(e.gpus-n)/float64(e.gpus-e.least))
 }
 
-// schedule runs the lane as a list.
+// schedule runs the lane as a list: each job, in order, at the earliest
+// time its least fits for its whole run beside the jobs ahead of it (the
+// policies skip a job that does not fit and start later ones: backfill).
 func (l *lane) schedule() {
 	n := len(l.es)
-	l.start, l.end, l.held, l.ask = make([]float64, n), make([]float64, n), make([]int, n), make([]int, n)
-	run := running{ends: l.buf[:0]}
-	at := 0.0
-	for i, e := range l.es {
-		at = run.fit(at, e.least, l.gpus)
-		// It runs on what the requests of the jobs running beside it
-		// leave, grown into free GPUs up to its most or shrunk as far as
-		// its least; its least is what it holds against the jobs after
-		// it (below its request only under arrival order on an elastic
-		// type: see the package comment).
-		d := e.run(l.gpus - run.ask)
-		run.push(end{at + d, e.least, e.gpus})
-		l.start[i], l.end[i], l.held[i], l.ask[i] = at, at+d, run.held, run.ask
+	// The jobs ahead of the first out of date keep their places: a job's
+	// place depends only on the jobs ahead of it.
+	p := profile{steps: slices.DeleteFunc(l.steps, func(st step) bool { return st.job >= l.stale })}
+	for i := l.stale; i < n; i++ {
+		l.start[i], l.end[i] = p.place(l.es[i], i, l.gpus)
 	}
-	l.buf = run.ends
-	// Starts never decrease along the list: the jobs that wait are a tail.
-	l.waits = len(l.es) - sort.Search(len(l.es), func(i int) bool { return l.start[i] > 0 })
+	l.steps, l.stale, l.dirty = p.steps, n, false
+	l.waitAfter = slices.Grow(l.waitAfter[:0], n+1)[:n+1]
+	l.waitAfter[n] = 0
+	for i := n - 1; i >= 0; i-- {
+		l.waitAfter[i] = l.waitAfter[i+1]
+		if l.start[i] > 0 {
+			l.waitAfter[i]++
+		}
+	}
 }
 
 // finish estimates when e would be done in the lane, among the jobs
-// already there: when the jobs ahead of it that still run leave it
-// enough GPUs, not before the job just ahead of it, plus its run from
-// there.
+// already there: at the earliest time its least fits for its whole run
+// beside the jobs ahead of it, plus that run.
 func (l *lane) finish(e entry) float64 {
-	if l.start == nil {
+	if l.dirty || l.waitAfter == nil {
 		l.schedule()
 	}
 	i := l.at(e)
-	if i == 0 {
-		return e.run(l.gpus)
-	}
-	at := l.start[i-1]
-	if l.gpus-l.held[i-1] >= e.least {
-		// It fits beside the jobs that hold GPUs when the job ahead of it
-		// starts (some of which may have ended: its growth is counted
-		// only into GPUs surely free).
-		return at + e.run(l.gpus-l.ask[i-1])
-	}
-	run := running{ends: l.buf[:0]}
-	for k := range i {
-		if l.end[k] > at {
-			run.push(end{l.end[k], l.es[k].least, l.es[k].gpus})
+	p := profile{steps: l.steps}
+	if i < len(l.es) {
+		// A job's place depends only on the jobs ahead of it: the jobs
+		// ahead of e are where the lane's schedule has them.
+		ahead := l.tmp[:0]
+		for _, st := range l.steps {
+			if st.job < i {
+				ahead = append(ahead, st)
+			}
 		}
+		l.tmp, p.steps = ahead, ahead
 	}
-	at = run.fit(at, e.least, l.gpus)
-	l.buf = run.ends
-	return at + e.run(l.gpus-run.ask)
+	_, end := p.fit(e, l.gpus)
+	return end
 }
 
 // waiting is the number of jobs of the lane, e left out, that wait for
@@ -334,86 +335,126 @@ func (l *lane) finish(e entry) float64 {
 // first those after it in the order (the jobs ahead of it are served
 // first); under the other orders all of them (see the package comment).
 func (l *lane) waiting(e entry, order string) int {
-	if l.start == nil {
+	if l.dirty || l.waitAfter == nil {
 		l.schedule()
 	}
 	i := l.at(e)
 	in := i < len(l.es) && l.es[i].id == e.id
-	n := l.waits
+	n := l.waitAfter[0]
+	if order == ByWork {
+		n = l.waitAfter[i]
+	}
 	if in && l.start[i] > 0 {
 		n--
 	}
-	if order != ByWork {
-		return n
-	}
-	after := len(l.es) - i
-	if in {
-		after--
-	}
-	// The jobs that wait are a tail of the list.
-	return min(n, after)
+	return n
 }
 
-// end is a running job of a list schedule: when it ends, the GPUs it
-// holds against the jobs after it and the GPUs it asks for.
-type end struct {
+// step is a change in the GPUs the jobs of a list hold and ask for: the
+// start (positive) or end (negative) of the job at index job.
+type step struct {
 	at        float64
-	gpus, ask int
-}
-
-// running is the running jobs of a list schedule, a heap by end, and the
-// GPUs they hold and ask for.
-type running struct {
-	ends      []end
 	held, ask int
+	job       int
 }
 
-func (r *running) push(x end) {
-	r.ends = append(r.ends, x)
-	r.held += x.gpus
-	r.ask += x.ask
-	for i := len(r.ends) - 1; i > 0; {
-		p := (i - 1) / 2
-		if r.ends[p].at <= r.ends[i].at {
-			break
+// profile is the GPUs held over time by the jobs placed so far, as their
+// steps in time order; none are held before the first.
+type profile struct {
+	steps []step
+	// hints remember, for each least a fit was asked for, where the scan
+	// for it may resume: no earlier start fits, as placing jobs only adds
+	// GPUs held (and lengthens runs, on fewer free GPUs).
+	hints []scan
+}
+
+// scan is where fit's scan stands: the steps up to i applied, at time at.
+type scan struct {
+	least, i, held, ask int
+	at                  float64
+}
+
+// fit is the earliest start and the end of e among the placed jobs: the
+// first time (0 or a step's) from which its least fits for its whole run,
+// run on what the requests at its start leave it.
+func (p *profile) fit(e entry, total int) (start, end float64) {
+	c := scan{least: e.least}
+	h := slices.IndexFunc(p.hints, func(x scan) bool { return x.least == e.least })
+	if h >= 0 {
+		c = p.hints[h]
+	}
+	start, end, c = p.scan(e, total, c)
+	if h >= 0 {
+		p.hints[h] = c
+	} else {
+		p.hints = append(p.hints, c)
+	}
+	return start, end
+}
+
+// scan is fit from c on; it returns, besides the start and end, the
+// first time from c on at which e's least fits beside the jobs then
+// running (a later job of the same least may fit in a shorter run there).
+func (p *profile) scan(e entry, total int, c scan) (start, end float64, first scan) {
+	st := p.steps
+	found := false
+	for {
+		for c.i < len(st) && st[c.i].at <= c.at {
+			c.held, c.ask, c.i = c.held+st[c.i].held, c.ask+st[c.i].ask, c.i+1
 		}
-		r.ends[p], r.ends[i] = r.ends[i], r.ends[p]
-		i = p
+		if c.held+e.least <= total {
+			if !found {
+				first, found = c, true
+			}
+			fin := c.at + e.run(total-c.ask)
+			// The steps within its run, a time at once.
+			h, a, k := c.held, c.ask, c.i
+			ok := true
+			var t float64
+			for k < len(st) && st[k].at < fin {
+				t = st[k].at
+				for k < len(st) && st[k].at == t {
+					h, a, k = h+st[k].held, a+st[k].ask, k+1
+				}
+				if h+e.least > total {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				return c.at, fin, first
+			}
+			// No start before t fits: go on from there.
+			c.held, c.ask, c.i, c.at = h, a, k, t
+		}
+		if c.i == len(st) {
+			// Everything placed has ended (it fits: least ≤ total).
+			if !found {
+				first = c
+			}
+			return c.at, c.at + e.run(total-c.ask), first
+		}
+		c.at = st[c.i].at
 	}
 }
 
-// pop takes off the job that ends first.
-func (r *running) pop() end {
-	x := r.ends[0]
-	last := len(r.ends) - 1
-	r.ends[0] = r.ends[last]
-	r.ends = r.ends[:last]
-	r.held -= x.gpus
-	r.ask -= x.ask
-	for i := 0; ; {
-		c := 2*i + 1
-		if c >= last {
-			break
-		}
-		if c+1 < last && r.ends[c+1].at < r.ends[c].at {
-			c++
-		}
-		if r.ends[i].at <= r.ends[c].at {
-			break
-		}
-		r.ends[i], r.ends[c] = r.ends[c], r.ends[i]
-		i = c
-	}
-	return x
+// place fits the job of index job, e, and adds its steps.
+func (p *profile) place(e entry, job, total int) (start, end float64) {
+	start, end = p.fit(e, total)
+	p.insert(step{start, e.least, e.gpus, job})
+	p.insert(step{end, -e.least, -e.gpus, job})
+	return start, end
 }
 
-// fit is the earliest time from at when gpus more fit among total,
-// ending the jobs that must end first.
-func (r *running) fit(at float64, gpus, total int) float64 {
-	for r.held+gpus > total && len(r.ends) > 0 {
-		at = max(at, r.pop().at)
+// insert adds a step after those of its time or earlier.
+func (p *profile) insert(x step) {
+	i := sort.Search(len(p.steps), func(i int) bool { return p.steps[i].at > x.at })
+	p.steps = slices.Insert(p.steps, i, x)
+	for k := range p.hints {
+		if c := &p.hints[k]; x.at <= c.at {
+			c.held, c.ask, c.i = c.held+x.held, c.ask+x.ask, c.i+1
+		}
 	}
-	return at
 }
 
 // Assign decides every job's type at time now, for types whose policies

@@ -127,6 +127,34 @@ func TestAJobRunsOnItsOwnGPUs(t *testing.T) {
 	}
 }
 
+// TestShortJobsBackfill: on eight V100s a job of four runs for another
+// hour and a job of eight, submitted earlier, waits for it. A new job of
+// one GPU that is done within the hour runs beside them at once, as the
+// policies backfill; one that would still run when the job of eight
+// starts waits until that is done.
+func TestShortJobsBackfill(t *testing.T) {
+	rigid := []typechoice.Type{{Name: "k80", GPUs: 8}, {Name: "v100", GPUs: 8}}
+	jobs := []typechoice.Job{
+		{ID: "four", Types: []string{"v100"}, Work: 4 * 3600, Current: "v100", Ran: true, Submitted: now.Add(-2 * time.Hour),
+			Runs: map[string]typechoice.Run{"v100": {GPUs: 4, Speedup: 4}}},
+		{ID: "eight", Types: []string{"v100"}, Work: 8 * 3600, Current: "v100", Submitted: now.Add(-time.Hour),
+			Runs: map[string]typechoice.Run{"v100": {GPUs: 8, Speedup: 8}}},
+		{ID: "a", Types: []string{"k80", "v100"}, Speed: map[string]float64{"k80": 0.25, "v100": 1}, Work: 1800, Submitted: now},
+	}
+	d := typechoice.Assign(rigid, jobs, now, typechoice.ByArrival, typechoice.DefaultConfig())
+	if d["a"].Type != "v100" || d["a"].Done != 1800 {
+		t.Errorf("short job: %+v", d["a"])
+	}
+	// Two hours' work: it would hold a GPU the job of eight needs in an
+	// hour, so it starts once that is done, at 2h (the K80s would take
+	// 8h).
+	jobs[2].Work = 7200
+	d = typechoice.Assign(rigid, jobs, now, typechoice.ByArrival, typechoice.DefaultConfig())
+	if d["a"].Type != "v100" || d["a"].Done != 4*3600 {
+		t.Errorf("long job: %+v", d["a"])
+	}
+}
+
 // TestElasticJobsShrinkToTheirLeast: on an elastic type every V100 is
 // asked for by two long jobs of four GPUs that accept one; the policy
 // shrinks them to start a new job, which the rule counts starting at

@@ -165,7 +165,7 @@ are refused by name.`,
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the lease")
 	f.StringVar(&o.ConfigNamespace, "config-namespace", "", "namespace of the ConfigMap "+kube.ConfigMapName+" that changes a GPU type's algorithm, rate limit and policy parameters at runtime (default the pod's, else --namespace, else default)")
 	f.DurationVar(&o.TypeChoiceEvery, "type-choice-period", kube.DefaultTypeChoiceEvery, "how often the waiting jobs that accept several GPU types (spec.gpuTypes) are looked at again, and moved to another type when that finishes them sooner")
-	f.DurationVar(&o.TypeChoiceDwell, "type-choice-dwell", typechoice.DefaultConfig().MinDwell, "least time between two moves of one waiting job between GPU types")
+	f.DurationVar(&o.TypeChoiceDwell, "type-choice-dwell", typechoice.DefaultConfig().MinDwell, "least time between the first two moves of one waiting job between GPU types; it doubles with each further move, up to a day")
 	f.DurationVar(&o.SyncPeriod, "status-sync", kube.DefaultSyncPeriod, "how often every job's time counters are written to its status (decisions are written at once)")
 	f.Float64Var(&o.SyncWrites, "status-sync-writes", kube.DefaultSyncWrites, "most writes per second the counters' refreshes take, across every GPU type (oldest first); with more jobs than --status-sync times this, each job's counters are written less often")
 	f.Float32Var(&qps, "kube-api-qps", 50, "requests per second to the API server, sustained")

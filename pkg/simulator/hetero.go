@@ -538,7 +538,7 @@ func (r *heteroRun) choose(now time.Time) error {
 			}
 		}
 		jobs = append(jobs, typechoice.Job{ID: string(id), Types: types, Speed: speed,
-			Work: left / r.refThroughput(hj), Current: hj.typ, Ran: hj.ran, Since: hj.since, Submitted: epoch.Add(hj.Submit), Runs: runs})
+			Work: left / r.refThroughput(hj), Current: hj.typ, Ran: hj.ran, Since: hj.since, Moves: max(len(hj.visited)-1, 0), Submitted: epoch.Add(hj.Submit), Runs: runs})
 	}
 	decisions := typechoice.Assign(types, jobs, now, typechoice.OrderOf(r.cfg.Policy), r.cfg.TypeChoice)
 	for _, id := range ids {

@@ -51,7 +51,10 @@
 // goes to the type where it runs its request fastest, unless another type
 // costs at least Prefer (a fifth) less. A job already on a type moves only
 // when another type costs at least Hysteresis (a fifth) less, and not
-// within MinDwell (10 minutes) of its last move. Each decision updates the
+// within MinDwell (10 minutes) of its last move, a time that doubles
+// with each further move of the job (so a job that waits while the
+// estimates swing moves at most about log₂ of its wait over MinDwell
+// times). Each decision updates the
 // types' lists before the next job is considered. Under least work first
 // a new job is on its fastest type's list until its turn, so the jobs
 // that arrive together see those of more work behind them.
@@ -116,8 +119,10 @@ type Job struct {
 	Current string
 	// Ran says the job has run (a move then costs a restart).
 	Ran bool
-	// Since is when the job was last assigned a type.
+	// Since is when the job was last assigned a type, and Moves how often
+	// it has moved between types.
 	Since time.Time
+	Moves int
 	// Submitted orders jobs for policies that serve by arrival.
 	Submitted time.Time
 	// Runs is how the job runs on each type; a type missing here: on one
@@ -146,7 +151,8 @@ type Config struct {
 	Hysteresis float64
 	// RestartCost is the seconds a move costs a job that has run.
 	RestartCost float64
-	// MinDwell is the least time between two moves of a job.
+	// MinDwell is the least time between a job's first two moves; it
+	// doubles with each further move, up to a day.
 	MinDwell time.Duration
 	// DefaultSpeed is the speed of a type a job gives none for.
 	DefaultSpeed float64
@@ -596,9 +602,9 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 					d.Reason += fmt.Sprintf("; on %s it would hold back %s", sooner, waitingJobs(held[sooner]))
 				}
 			}
-		case now.Sub(j.Since) < cfg.MinDwell:
+		case now.Sub(j.Since) < dwell(cfg.MinDwell, j.Moves):
 			d.Type = j.Current
-			d.Reason = fmt.Sprintf("%s: moved less than %s ago", j.Current, cfg.MinDwell)
+			d.Reason = fmt.Sprintf("%s: moved less than %s ago", j.Current, dwell(cfg.MinDwell, j.Moves))
 		case cost[best] < (1-cfg.Hysteresis)*cost[j.Current]:
 			d.Moved = true
 			d.Reason = fmt.Sprintf("moved from %s to %s: estimated done in %s there instead of %s", j.Current, best, words(fin[best]), words(fin[j.Current]))
@@ -612,6 +618,20 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 		out[j.ID] = d
 	}
 	return out
+}
+
+// dwell is the least time a job that has moved moves times stays on its
+// type before it may move again: least, doubled for each move after the
+// first, at most a day (or least, if that is longer).
+func dwell(least time.Duration, moves int) time.Duration {
+	d := least
+	for range moves - 1 {
+		if d >= 12*time.Hour {
+			return max(24*time.Hour, least)
+		}
+		d *= 2
+	}
+	return d
 }
 
 // soonest is the job's type of the earliest estimated finish.

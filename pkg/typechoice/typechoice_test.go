@@ -284,6 +284,20 @@ func TestMovesNeedHysteresisAndDwell(t *testing.T) {
 	if d := typechoice.Assign(types, []typechoice.Job{fast}, now, typechoice.ByWork, cfg)["a"]; d.Type != "k80" || d.Moved {
 		t.Errorf("within dwell: %+v", d)
 	}
+	// The dwell doubles with each move after the first: after three moves
+	// 40 minutes, then at most a day.
+	fast.Since, fast.Moves = now.Add(-30*time.Minute), 3
+	if d := typechoice.Assign(types, []typechoice.Job{fast}, now, typechoice.ByWork, cfg)["a"]; d.Moved || d.Reason != "k80: moved less than 40m0s ago" {
+		t.Errorf("third move's dwell: %+v", d)
+	}
+	fast.Since = now.Add(-41 * time.Minute)
+	if d := typechoice.Assign(types, []typechoice.Job{fast}, now, typechoice.ByWork, cfg)["a"]; !d.Moved {
+		t.Errorf("after the third move's dwell: %+v", d)
+	}
+	fast.Since, fast.Moves = now.Add(-23*time.Hour), 40
+	if d := typechoice.Assign(types, []typechoice.Job{fast}, now, typechoice.ByWork, cfg)["a"]; d.Moved || d.Reason != "k80: moved less than 24h0m0s ago" {
+		t.Errorf("after 40 moves: %+v", d)
+	}
 	// No GPUs on any accepted type: it stays.
 	if d := typechoice.Assign([]typechoice.Type{{Name: "k80"}, {Name: "v100"}}, []typechoice.Job{base}, now, typechoice.ByWork, cfg)["a"]; d.Type != "k80" || d.Moved {
 		t.Errorf("no GPUs: %+v", d)

@@ -95,7 +95,8 @@ type Options struct {
 	Gang Gang
 	// TypeChoiceEvery is how often waiting jobs of several GPU types are
 	// looked at again (zero: 30 s); TypeChoiceDwell the least time between
-	// two moves of one job (zero: 10 minutes).
+	// a job's first two moves (zero: 10 minutes), doubled for each further
+	// one.
 	TypeChoiceEvery, TypeChoiceDwell time.Duration
 }
 

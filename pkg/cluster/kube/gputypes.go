@@ -163,6 +163,7 @@ func (c *Controller) choiceJob(tj *v1alpha1.TrainingJob, cur string) typechoice.
 	if tj.Status.GPUTypeTime != nil {
 		j.Since = tj.Status.GPUTypeTime.Time
 	}
+	j.Moves = int(tj.Status.GPUTypeMoves)
 	types := tj.Spec.AcceptedGPUTypes()
 	if len(types) > 1 {
 		types = c.candidates(tj)
@@ -283,7 +284,7 @@ func (c *Controller) chooseType(ctx context.Context, tj *v1alpha1.TrainingJob) e
 	if err := c.admissible(probe, rt); err != nil {
 		return c.refuse(ctx, tj, err)
 	}
-	if err := c.setType(ctx, tj, d.Type, "chose "+d.Reason); err != nil {
+	if err := c.setType(ctx, tj, d.Type, "chose "+d.Reason, false); err != nil {
 		return err
 	}
 	c.event(jobID(client.ObjectKeyFromObject(tj)), corev1.EventTypeNormal, "GPUTypeChosen", fmt.Sprintf("GPU type %s chosen among %v: %s", d.Type, cands, d.Reason))
@@ -298,10 +299,13 @@ func (c *Controller) typeChoice() typechoice.Config {
 	return cfg
 }
 
-// setType writes a job's type into its status.
-func (c *Controller) setType(ctx context.Context, tj *v1alpha1.TrainingJob, t, why string) error {
+// setType writes a job's type into its status, counting a move.
+func (c *Controller) setType(ctx context.Context, tj *v1alpha1.TrainingJob, t, why string, moved bool) error {
 	patch := client.MergeFrom(tj.DeepCopy())
 	tj.Status.GPUType = t
+	if moved {
+		tj.Status.GPUTypeMoves++
+	}
 	now := metav1.Now()
 	tj.Status.GPUTypeTime = &now
 	if tj.Status.Phase == "" || tj.Status.Phase == v1alpha1.PhaseSubmitted || tj.Status.Phase == v1alpha1.PhaseWaiting {
@@ -395,7 +399,7 @@ func (c *Controller) move(ctx context.Context, tj *v1alpha1.TrainingJob, d typec
 		}
 		return err
 	}
-	if err := c.setType(ctx, fresh, d.Type, d.Reason); err != nil {
+	if err := c.setType(ctx, fresh, d.Type, d.Reason, true); err != nil {
 		return err
 	}
 	if m := c.opts.Metrics; m != nil {

@@ -114,8 +114,8 @@ func testGPUTypes(t *testing.T, k *cluster) {
 		t.Fatal(err)
 	}
 	k.waitSettled(t, ns, "queued", 4)
-	if tj := k.job(t, ns, "queued"); tj.Status.GPUType != other {
-		t.Fatalf("queued runs on %q, want %s (it waited on %s)", tj.Status.GPUType, other, first)
+	if tj := k.job(t, ns, "queued"); tj.Status.GPUType != other || tj.Status.GPUTypeMoves != 1 {
+		t.Fatalf("queued runs on %q after %d moves, want %s after 1 (it waited on %s)", tj.Status.GPUType, tj.Status.GPUTypeMoves, other, first)
 	}
 	ev := strings.Join(k.events(t, ns, "queued"), "\n")
 	if !strings.Contains(ev, "GPUTypeMoved: Moved from GPU type "+first+" to "+other+" while waiting: moved from "+first+" to "+other+": estimated done in") {

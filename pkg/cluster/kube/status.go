@@ -181,8 +181,8 @@ func statusPatch(s v1alpha1.TrainingJobStatus) ([]byte, error) {
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
 		// Progress is the REST API's to write (the jobs' reports), and
-		// gpuTypeTime the type choice's.
-		if _, ok := m[name]; !ok && name != "progress" && name != "gpuTypeTime" {
+		// gpuTypeTime and gpuTypeMoves the type choice's.
+		if _, ok := m[name]; !ok && name != "progress" && name != "gpuTypeTime" && name != "gpuTypeMoves" {
 			m[name] = nil
 		}
 	}

@@ -91,9 +91,12 @@ func TestStatusPatchClears(t *testing.T) {
 			t.Errorf("patch %s: %s is %v, want null", data, k, v)
 		}
 	}
-	// The jobs' progress reports are the REST API's: left as they are.
-	if _, ok := s["progress"]; ok {
-		t.Errorf("patch %s touches progress", data)
+	// The jobs' progress reports are the REST API's, and the time and
+	// count of type choices the type choice's: left as they are.
+	for _, k := range []string{"progress", "gpuTypeTime", "gpuTypeMoves"} {
+		if _, ok := s[k]; ok {
+			t.Errorf("patch %s touches %s", data, k)
+		}
 	}
 }
 

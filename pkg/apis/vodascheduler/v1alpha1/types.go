@@ -317,6 +317,10 @@ type TrainingJobStatus struct {
 	// types.
 	// +optional
 	GPUTypeTime *metav1.Time `json:"gpuTypeTime,omitempty"`
+	// GPUTypeMoves counts Voda's moves of the job between GPU types while
+	// it waited; the least time between two moves doubles with each.
+	// +optional
+	GPUTypeMoves int32 `json:"gpuTypeMoves,omitempty"`
 	// Message says why the job is where it is, e.g. why it waits.
 	// +optional
 	Message string `json:"message,omitempty"`

@@ -135,7 +135,8 @@ func (l *lane) finish(e entry) float64 {
 		}
 		l.tmp, p.steps = ahead, ahead
 	}
-	_, end := p.fit(e, l.gpus)
+	// A single look: no hints to keep for later fits.
+	_, end, _ := p.scan(e, l.gpus, scan{least: e.least})
 	return end
 }
 

@@ -20,8 +20,9 @@
 // list in that order, each on the GPUs it asks for: j starts at the
 // earliest time the jobs ahead of it leave it g(t) GPUs for its whole run
 // (the policies start a later job in GPUs an earlier one cannot use yet:
-// backfilling; the jobs after it do not delay it), then runs d(t). Under an elastic policy each job
-// of the list runs grown into the GPUs free at its start, up to its most.
+// backfilling; the jobs after it do not delay it), then runs d(t). Under
+// an elastic policy each job of the list runs grown into the GPUs free at
+// its start, up to its most.
 // What it holds against the jobs after it depends on who gets the GPUs
 // past the jobs' minimums. Under least work first (and least attained
 // service) the jobs ahead get them first: a job holds its request, as the
@@ -54,10 +55,10 @@
 // within MinDwell (10 minutes) of its last move, a time that doubles
 // with each further move of the job (so a job that waits while the
 // estimates swing moves at most about log₂ of its wait over MinDwell
-// times). Each decision updates the
-// types' lists before the next job is considered. Under least work first
-// a new job is on its fastest type's list until its turn, so the jobs
-// that arrive together see those of more work behind them.
+// times). Each decision updates the types' lists before the next job is
+// considered. Under least work first a new job is on its fastest type's
+// list until its turn, so the jobs that arrive together see those of
+// more work behind them.
 //
 // This is list scheduling on unrelated machines (Graham's list schedule;
 // the minimum-completion-time heuristic of Braun et al., "A comparison of

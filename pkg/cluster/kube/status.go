@@ -180,9 +180,13 @@ func statusPatch(s v1alpha1.TrainingJobStatus) ([]byte, error) {
 	t := reflect.TypeOf(s)
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		// Progress is the REST API's to write (the jobs' reports), and
-		// gpuTypeTime and gpuTypeMoves the type choice's.
-		if _, ok := m[name]; !ok && name != "progress" && name != "gpuTypeTime" && name != "gpuTypeMoves" {
+		switch name {
+		case "progress", "gpuTypeTime", "gpuTypeMoves":
+			// The REST API's to write (the jobs' reports), and the type
+			// choice's.
+			continue
+		}
+		if _, ok := m[name]; !ok {
 			m[name] = nil
 		}
 	}

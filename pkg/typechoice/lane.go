@@ -186,7 +186,10 @@ type scan struct {
 
 // fit is the earliest start and the end of e among the placed jobs: the
 // first time (0 or a step's) from which its least fits for its whole run,
-// run on what the requests at its start leave it.
+// run on what the requests at its start leave it. Where a later time
+// breaks a run, the times before it are passed over: exact for a rigid
+// run (every start before that time runs through it); an elastic job
+// starting in between on more free GPUs might have ended before it.
 func (p *profile) fit(e entry, total int) (start, end float64) {
 	c := scan{least: e.least}
 	h := slices.IndexFunc(p.hints, func(x scan) bool { return x.least == e.least })

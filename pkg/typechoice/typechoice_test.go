@@ -434,5 +434,16 @@ func BenchmarkAssign(b *testing.B) {
 			}
 			b.ReportMetric(float64(moves), "moves")
 		})
+		// One new job's choice, every other job held on its type (as the
+		// controller asks when a job arrives).
+		held := slices.Clone(settled)
+		for i := range held[:5000] {
+			held[i].Types = []string{held[i].Current}
+		}
+		b.Run(order+"/new", func(b *testing.B) {
+			for b.Loop() {
+				typechoice.Assign(tys, held, now, order, typechoice.DefaultConfig())
+			}
+		})
 	}
 }

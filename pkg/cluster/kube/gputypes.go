@@ -277,6 +277,12 @@ func (c *Controller) chooseType(ctx context.Context, tj *v1alpha1.TrainingJob) e
 	if err != nil {
 		return err
 	}
+	// Every other job is held on its type: only this job's type is chosen
+	// here (moving waiting jobs is the periodic pass's), so it sees the
+	// types as they are, and the rule schedules each type's list once.
+	for i := range st.jobs {
+		st.jobs[i].Types = []string{st.jobs[i].Current}
+	}
 	me := c.choiceJob(tj, "")
 	d := typechoice.Assign(st.types, append(st.jobs, me), time.Now(), st.order, c.typeChoice())[me.ID]
 	probe := tj.DeepCopy()

@@ -114,7 +114,8 @@ func TestAFSLTournamentMatchesNaiveReplay(t *testing.T) {
 
 // A block's summary may be wider than its jobs, never narrower: after every
 // grant it must cover each running job's key and flag each gap holding a
-// waiting job, and its start must be the first running job at or past it.
+// waiting job, with no less remaining work than the summary's least, and
+// its start must be the first running job at or past it.
 func TestAFSLBlockSummariesCoverTheirJobs(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for iter := range 40 {
@@ -133,7 +134,7 @@ func TestAFSLBlockSummariesCoverTheirJobs(t *testing.T) {
 					y := tr.keys[i]
 					finite := !math.IsInf(y.length, 1)
 					if y.length < bl.minLen || y.length > bl.maxLen || y.gCur > bl.maxGCur || y.gNew > bl.maxGNew ||
-						finite && y.gCur > bl.maxGCurFinite || tr.gapMin[i] >= 0 && !bl.gaps {
+						finite && y.gCur > bl.maxGCurFinite || tr.gapMin[i] >= 0 && (!bl.gaps || tr.st[tr.gapMin[i]].rem < bl.minGapRem) {
 						t.Fatalf("iteration %d, grant %d: block %d's summary %+v misses job %d (key %+v, gap %d)", iter, grant, b, *bl, tr.nz[i], y, tr.gapMin[i])
 					}
 				}

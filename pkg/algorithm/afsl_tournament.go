@@ -58,6 +58,7 @@ func keyOf(a *afsState) afsKey { return afsKey{a.length, a.gNew, a.gCur} }
 type block struct {
 	in               int     // the tournament's winner coming into the block, -1 for none
 	gaps             bool    // a gap before one of them holds a waiting job
+	minGapRem        float64 // the least remaining work of a waiting job in those gaps
 	minLen, maxLen   float64 // their lengths
 	maxGCur, maxGNew float64 // their relative gains
 	maxGCurFinite    float64 // the largest gCur among those of finite length
@@ -126,18 +127,21 @@ func (t *tournament) update(w int, wasZero bool) {
 		t.refreshGap(k)
 		t.refreshGap(k + 1)
 		t.shift(b, 1)
-		t.blocks[b].widen(&t.keys[k], t.gapMin[k] >= 0)
+		t.blocks[b].widen(&t.keys[k])
+		if z := t.gapMin[k]; z >= 0 {
+			t.blocks[b].widenGap(t.st[z].rem)
+		}
 	case a.active && found: // grew
 		t.keys[k] = keyOf(a)
-		t.blocks[b].widen(&t.keys[k], false)
+		t.blocks[b].widen(&t.keys[k])
 	case found: // left the tournament while running: two gaps merge
 		t.nz = slices.Delete(t.nz, k, k+1)
 		t.keys = slices.Delete(t.keys, k, k+1)
 		t.gapMin = slices.Delete(t.gapMin, k+1, k+2)
 		t.refreshGap(k)
 		t.shift(b, -1)
-		if k < len(t.nz) && t.gapMin[k] >= 0 {
-			t.blocks[t.nz[k]/blockJobs].gaps = true
+		if z := t.gapMin[k]; k < len(t.nz) && z >= 0 {
+			t.blocks[t.nz[k]/blockJobs].widenGap(t.st[z].rem)
 		}
 	default: // left the tournament while waiting: its gap shrinks
 		t.refreshGap(k)
@@ -160,19 +164,29 @@ func (t *tournament) summarise(b int) {
 	bl.minLen, bl.maxLen, bl.maxGCur, bl.maxGNew, bl.maxGCurFinite = inf, -inf, -inf, -inf, -inf
 	lo, hi := t.blockStart[b], t.blockStart[b+1]
 	for i := lo; i < hi; i++ {
-		bl.widen(&t.keys[i], false)
+		bl.widen(&t.keys[i])
 	}
-	bl.gaps = false
+	bl.gaps, bl.minGapRem = false, inf
 	for _, z := range t.gapMin[lo:hi] {
-		bl.gaps = bl.gaps || z >= 0
+		if z >= 0 {
+			bl.widenGap(t.st[z].rem)
+		}
 	}
 }
 
-// widen extends the summary to cover key y (and a waiting job in a gap if
-// gap). Summaries are only ever widened as jobs grow, start and leave — a
-// wider summary still proves what it proves, it just skips less — and are
-// recomputed when a block is walked for nothing too often.
-func (bl *block) widen(y *afsKey, gap bool) {
+// widenGap extends the summary to cover a gap whose least remaining work
+// is rem.
+func (bl *block) widenGap(rem float64) {
+	bl.gaps = true
+	bl.minGapRem = min(bl.minGapRem, rem)
+}
+
+// widen extends the summary to cover key y. Summaries are only ever
+// widened as jobs grow, start and leave (a gap that loses a job keeps the
+// summary's least remaining work) — a wider summary still proves what it
+// proves, it just skips less — and are recomputed when a block is walked
+// for nothing too often.
+func (bl *block) widen(y *afsKey) {
 	if y.length < bl.minLen {
 		bl.minLen = y.length
 	}
@@ -188,18 +202,20 @@ func (bl *block) widen(y *afsKey, gap bool) {
 	if y.gCur > bl.maxGCurFinite && !math.IsInf(y.length, 1) {
 		bl.maxGCurFinite = y.gCur
 	}
-	bl.gaps = bl.gaps || gap
 }
 
 // quiet reports whether no job or gap of the block can take the lead from x
-// (key xk, waiting if xWaits), so the block can be skipped. It may say no
-// when none would: the block is then played job by job.
-func (bl *block) quiet(xk afsKey, xWaits bool) bool {
-	if bl.gaps {
-		return false
-	}
+// (key xk, waiting if xWaits, of remaining work xRem), so the block can be
+// skipped. It may say no when none would: the block is then played job by
+// job. A gap takes the lead from a waiting x with less remaining work, and
+// from a running x whose relative gain is below a waiting job's 1 (see
+// meetGap).
+func (bl *block) quiet(xk afsKey, xWaits bool, xRem float64) bool {
 	if xWaits {
-		return !(bl.maxGCurFinite >= 1)
+		return !(bl.maxGCurFinite >= 1) && !(bl.minGapRem < xRem)
+	}
+	if bl.gaps && xk.gCur < 1 {
+		return false
 	}
 	shorterWins := bl.minLen < xk.length && bl.maxGCur >= xk.gNew
 	longerWins := bl.maxLen >= xk.length && bl.maxGNew > xk.gCur
@@ -219,7 +235,7 @@ func (t *tournament) replay(b int) {
 		bl := &t.blocks[b]
 		bl.in = x
 		lo, hi := t.blockStart[b], t.blockStart[b+1]
-		if lo == hi || x >= 0 && bl.quiet(xk, xWaits) {
+		if lo == hi || x >= 0 && bl.quiet(xk, xWaits, t.st[x].rem) {
 			continue
 		}
 		x0 := x

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
@@ -64,6 +63,12 @@ func randomAFSLSnapshot(r *rand.Rand, large bool) Snapshot {
 	if large {
 		jobs, gpus = 64+r.IntN(400), r.IntN(1200)
 	}
+	return randomAFSLJobs(r, jobs, gpus, large)
+}
+
+// randomAFSLJobs is a snapshot of jobs jobs on gpus GPUs (see
+// randomAFSLSnapshot).
+func randomAFSLJobs(r *rand.Rand, jobs, gpus int, large bool) Snapshot {
 	s := Snapshot{GPUs: gpus}
 	for i := range jobs {
 		lo := 1 + r.IntN(4)
@@ -110,34 +115,90 @@ func TestAFSLTournamentMatchesNaiveReplay(t *testing.T) {
 			t.Fatalf("iteration %d (-naive,+fast):\n%s", iter, diff)
 		}
 	}
+	// Over several super-blocks of 64 blocks.
+	for iter := range 4 {
+		s := randomAFSLJobs(r, 4096+r.IntN(6000), 500+r.IntN(3000), true)
+		got, err := AFSL{}.Allocate(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(naiveAFSL(&s), got.Allocation); diff != "" {
+			t.Fatalf("%d jobs, iteration %d (-naive,+fast):\n%s", len(s.Jobs), iter, diff)
+		}
+	}
 }
 
 // A block's summary may be wider than its jobs, never narrower: after every
 // grant it must cover each running job's key and flag each gap holding a
-// waiting job, with no less remaining work than the summary's least, and
-// its start must be the first running job at or past it.
+// waiting job, with no less remaining work than the summary's least; the
+// running marks, gaps and tail must be those of the jobs' states, and the
+// winner coming into each block that of a full replay.
 func TestAFSLBlockSummariesCoverTheirJobs(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	for iter := range 40 {
+	for iter := range 42 {
 		s := randomAFSLSnapshot(r, true)
+		if iter >= 40 { // several super-blocks
+			s = randomAFSLJobs(r, 4096+r.IntN(5000), 500+r.IntN(1500), true)
+		}
 		tr := newTournament(&s)
 		res := newResult(len(s.Jobs))
 		c := newCapacity(&s)
 		for grant := 0; c.free > 0 && tr.grant(&c, &res); grant++ {
-			for b := range tr.blocks {
-				bl := &tr.blocks[b]
-				lo, hi := tr.blockStart[b], tr.blockStart[b+1]
-				if want, _ := slices.BinarySearch(tr.nz, b*blockJobs); lo != want {
-					t.Fatalf("iteration %d, grant %d: block %d starts at %d, want %d", iter, grant, b, lo, want)
-				}
-				for i := lo; i < hi; i++ {
-					y := tr.keys[i]
-					finite := !math.IsInf(y.length, 1)
-					if y.length < bl.minLen || y.length > bl.maxLen || y.gCur > bl.maxGCur || y.gNew > bl.maxGNew ||
-						finite && y.gCur > bl.maxGCurFinite || tr.gapMin[i] >= 0 && (!bl.gaps || tr.st[tr.gapMin[i]].rem < bl.minGapRem) {
-						t.Fatalf("iteration %d, grant %d: block %d's summary %+v misses job %d (key %+v, gap %d)", iter, grant, b, *bl, tr.nz[i], y, tr.gapMin[i])
+			// The winner coming into each block, as a full replay has it
+			// after the last running job before the block (the waiting
+			// jobs after that are played with the gap they end).
+			w, wRun := -1, -1
+			for p := range tr.st {
+				if b := p / blockJobs; p%blockJobs == 0 {
+					in := tr.blocks[b].in
+					if tr.uniform[b/64] {
+						in = tr.supers[b/64].in
+					}
+					if in != wRun {
+						t.Fatalf("iteration %d, grant %d: block %d has %d coming in, want %d", iter, grant, b, in, wRun)
 					}
 				}
+				if a := &tr.st[p]; a.active && (w < 0 || beats(&tr.st[w], a)) {
+					w = p
+				}
+				if a := &tr.st[p]; a.active && a.n > 0 {
+					wRun = w
+				}
+			}
+			if tr.winner() != w {
+				t.Fatalf("iteration %d, grant %d: winner %d, want %d", iter, grant, tr.winner(), w)
+			}
+			// The gaps by a walk over every position.
+			prev, least := -1, -1
+			for p := range tr.st {
+				a := &tr.st[p]
+				running := a.active && a.n > 0
+				if running != tr.isRunning(p) {
+					t.Fatalf("iteration %d, grant %d: position %d marked running %v, is %v", iter, grant, p, tr.isRunning(p), running)
+				}
+				if a.active && a.n == 0 && (least < 0 || a.rem < tr.st[least].rem) {
+					least = p
+				}
+				if !running {
+					continue
+				}
+				if got := tr.before(p); got != prev {
+					t.Fatalf("iteration %d, grant %d: running job before %d is %d, want %d", iter, grant, p, got, prev)
+				}
+				if int(tr.gapMin[p]) != least {
+					t.Fatalf("iteration %d, grant %d: gap before %d has least %d, want %d", iter, grant, p, tr.gapMin[p], least)
+				}
+				bl := &tr.blocks[p/blockJobs]
+				y := tr.keys[p]
+				finite := !math.IsInf(y.length, 1)
+				if y.length < bl.minLen || y.length > bl.maxLen || y.gCur > bl.maxGCur || y.gNew > bl.maxGNew ||
+					finite && y.gCur > bl.maxGCurFinite || least >= 0 && (!bl.gaps || tr.st[least].rem < bl.minGapRem) {
+					t.Fatalf("iteration %d, grant %d: block %d's summary %+v misses job %d (key %+v, gap %d)", iter, grant, p/blockJobs, *bl, p, y, least)
+				}
+				prev, least = p, -1
+			}
+			if tr.tail != least {
+				t.Fatalf("iteration %d, grant %d: the tail gap has least %d, want %d", iter, grant, tr.tail, least)
 			}
 		}
 	}

@@ -2,15 +2,16 @@ package algorithm
 
 import (
 	"math"
-	"slices"
+	"math/bits"
 )
 
 // tournament keeps AFS-L's left-to-right tournament cheap to replay. Only the
 // winner's state changes after a grant, so the tournament is replayed from
 // the winner onwards. Three things make the replay short:
 //
-//   - Jobs holding GPUs ("running") are replayed one by one; nz lists their
-//     positions and keys their comparison values in a dense slice.
+//   - Jobs holding GPUs ("running") are replayed one by one; a bitmask per
+//     block marks their positions and keys holds their comparison values by
+//     position, so a job starting or leaving moves nothing.
 //   - The waiting jobs (no GPUs) between two running jobs — a gap — are
 //     decided in one step. If the incoming winner X runs, the gap's first
 //     job challenges it with a relative gain of 1, and the same comparison
@@ -18,33 +19,38 @@ import (
 //     the gap or the first challenger takes it; from then on only waiting
 //     jobs meet, and the one with the least remaining work wins. Either way
 //     the gap's result is X or the gap's least-remaining job, which is
-//     cached per gap (gapMin) and refreshed with a segment tree when a
-//     grant changes the gap.
+//     cached per gap (gapMin, at the running job after it) and refreshed
+//     with a segment tree when a grant changes the gap.
 //   - Positions are cut into blocks of blockJobs. Each block keeps the
 //     winner coming into it (a replay starts at the winner's block) and a
 //     summary of its running jobs — their least and greatest length and
-//     relative gains — from which a whole block is often seen to be unable
-//     to take the lead, and is skipped. The lead changes about twice per
-//     replay, so most blocks are skipped. Blocks are cut by position, not by
-//     index in nz, so a job starting or leaving touches one summary.
+//     relative gains — and of its gaps, from which a whole block is often
+//     seen to be unable to take the lead, and is skipped. The lead changes
+//     about twice per replay, so most blocks are skipped.
 //
 // A replay therefore costs at most O(R) for R running jobs after the winner,
 // however many jobs wait, and usually far less; an update O(blockJobs +
-// blocks + log N).
+// blocks/64 + log N).
 type tournament struct {
-	st         []afsState
-	nz         []int    // positions of active running jobs, ascending
-	keys       []afsKey // keys[i] compares the job at nz[i]
-	gapMin     []int    // gapMin[i]: least-remaining waiting job before nz[i] (after nz[i-1]); one extra for the tail
-	blockStart []int    // blockStart[b]: index in nz of the first job at a position ≥ b·blockJobs; one extra for the end
-	blocks     []block
-	zeros      minTree
-	final      int
+	st      []afsState
+	running []uint64 // running[b]: bit i marks the active running job at position b·blockJobs+i
+	busy    []uint64 // bit b: block b has an active running job
+	keys    []afsKey // keys[p] compares the running job at position p
+	gapMin  []int32  // gapMin[p]: least-remaining waiting job before running position p (after the running job before it), -1 for none
+	tail    int      // the least-remaining waiting job after the last running one, -1 for none
+	blocks  []block
+	// supers summarise 64 blocks each, so a replay skips them 64 at a
+	// time; uniform[s] says the replay last skipped super-block s whole,
+	// so its blocks' winner coming in is supers[s].in, not their own.
+	supers  []block
+	uniform []bool
+	zeros   minTree
+	final   int
 }
 
-// blockJobs is the number of positions a block covers: large enough that a
-// block holds several running jobs, small enough that few are walked when
-// one cannot be skipped.
+// blockJobs is the number of positions a block covers, one bit each in a
+// word: large enough that a block holds several running jobs, small enough
+// that few are walked when one cannot be skipped.
 const blockJobs = 64
 
 // afsKey is what a running job brings to a comparison, kept in a dense slice
@@ -53,8 +59,9 @@ type afsKey struct{ length, gNew, gCur float64 }
 
 func keyOf(a *afsState) afsKey { return afsKey{a.length, a.gNew, a.gCur} }
 
-// block summarises the running jobs of blockJobs positions, enough to tell
-// that none of them can take the lead from a given winner.
+// block summarises the running jobs of blockJobs positions, and the gaps
+// before them, enough to tell that none of them can take the lead from a
+// given winner.
 type block struct {
 	in               int     // the tournament's winner coming into the block, -1 for none
 	gaps             bool    // a gap before one of them holds a waiting job
@@ -71,42 +78,138 @@ const tightenAfter = 4
 
 func newTournament(s *Snapshot) *tournament {
 	idx := orderByKeys(s.Jobs, noKey)
-	t := &tournament{st: make([]afsState, len(idx))}
+	n := len(idx)
+	nb := (n + blockJobs - 1) / blockJobs
+	t := &tournament{st: make([]afsState, n), running: make([]uint64, nb), busy: make([]uint64, (nb+63)/64),
+		keys: make([]afsKey, n), gapMin: make([]int32, n), blocks: make([]block, nb)}
 	for p, i := range idx {
 		j := &s.Jobs[i]
 		t.st[p] = afsState{job: j, active: true, rem: j.remaining()}
 		t.st[p].refresh()
 	}
 	t.zeros = newMinTree(t.st)
-	t.gapMin = []int{t.zeros.argmin(0, len(t.st))}
-	n := (len(t.st) + blockJobs - 1) / blockJobs
-	t.blockStart = make([]int, n+1)
-	t.blocks = make([]block, n)
+	t.tail = t.zeros.argmin(0, n)
 	for b := range t.blocks {
 		t.summarise(b)
+	}
+	t.supers, t.uniform = make([]block, len(t.busy)), make([]bool, len(t.busy))
+	for s := range t.supers {
+		t.summariseSuper(s)
 	}
 	t.replay(0)
 	return t
 }
 
+// summariseSuper recomputes super-block s's summary from its blocks'.
+func (t *tournament) summariseSuper(s int) {
+	inf := math.Inf(1)
+	sp := &t.supers[s]
+	sp.minLen, sp.maxLen, sp.maxGCur, sp.maxGNew, sp.maxGCurFinite = inf, -inf, -inf, -inf, -inf
+	sp.gaps, sp.minGapRem = false, inf
+	for b := s * 64; b < min((s+1)*64, len(t.blocks)); b++ {
+		sp.merge(&t.blocks[b])
+	}
+}
+
+// merge widens the summary to cover another's.
+func (bl *block) merge(o *block) {
+	bl.minLen, bl.maxLen = min(bl.minLen, o.minLen), max(bl.maxLen, o.maxLen)
+	bl.maxGCur, bl.maxGNew = max(bl.maxGCur, o.maxGCur), max(bl.maxGNew, o.maxGNew)
+	bl.maxGCurFinite = max(bl.maxGCurFinite, o.maxGCurFinite)
+	bl.gaps, bl.minGapRem = bl.gaps || o.gaps, min(bl.minGapRem, o.minGapRem)
+}
+
+// widen widens block b's summary, and its super-block's, to cover key y.
+func (t *tournament) widen(b int, y *afsKey) {
+	t.blocks[b].widen(y)
+	t.supers[b/64].widen(y)
+}
+
+// widenGap widens block b's summary, and its super-block's, to cover a gap
+// whose least remaining work is rem.
+func (t *tournament) widenGap(b int, rem float64) {
+	t.blocks[b].widenGap(rem)
+	t.supers[b/64].widenGap(rem)
+}
+
 // winner returns the position of the job that gets the next GPU, or -1.
 func (t *tournament) winner() int { return t.final }
 
-// gap returns the positions [lo, hi) of gap i.
-func (t *tournament) gap(i int) (int, int) {
-	lo, hi := 0, len(t.st)
-	if i > 0 {
-		lo = t.nz[i-1] + 1
+// isRunning reports whether position p holds an active running job.
+func (t *tournament) isRunning(p int) bool { return t.running[p/blockJobs]>>(p%blockJobs)&1 == 1 }
+
+func (t *tournament) mark(p int, on bool) {
+	b, bit := p/blockJobs, uint64(1)<<(p%blockJobs)
+	if on {
+		t.running[b] |= bit
+	} else {
+		t.running[b] &^= bit
 	}
-	if i < len(t.nz) {
-		hi = t.nz[i]
+	if t.running[b] != 0 {
+		t.busy[b/64] |= 1 << (b % 64)
+	} else {
+		t.busy[b/64] &^= 1 << (b % 64)
 	}
-	return lo, hi
 }
 
-func (t *tournament) refreshGap(i int) {
-	lo, hi := t.gap(i)
-	t.gapMin[i] = t.zeros.argmin(lo, hi)
+// before is the last running position before p (p may be the end), or
+// -1.
+func (t *tournament) before(p int) int {
+	b := p / blockJobs
+	if b >= len(t.running) {
+		b = len(t.running)
+	} else if m := t.running[b] & (1<<(p%blockJobs) - 1); m != 0 {
+		return b*blockJobs + 63 - bits.LeadingZeros64(m)
+	}
+	// The last busy block before b.
+	w, m := b/64, uint64(0)
+	if w < len(t.busy) {
+		m = t.busy[w] & (1<<(b%64) - 1)
+	}
+	for m == 0 {
+		if w--; w < 0 {
+			return -1
+		}
+		m = t.busy[w]
+	}
+	b = w*64 + 63 - bits.LeadingZeros64(m)
+	return b*blockJobs + 63 - bits.LeadingZeros64(t.running[b])
+}
+
+// after is the first running position after p, or -1.
+func (t *tournament) after(p int) int {
+	b, off := p/blockJobs, p%blockJobs+1
+	if off < 64 {
+		if m := t.running[b] >> off << off; m != 0 {
+			return b*blockJobs + bits.TrailingZeros64(m)
+		}
+	}
+	b++
+	w := b / 64
+	if w >= len(t.busy) {
+		return -1
+	}
+	m := t.busy[w] >> (b % 64) << (b % 64)
+	for m == 0 {
+		if w++; w >= len(t.busy) {
+			return -1
+		}
+		m = t.busy[w]
+	}
+	b = w*64 + bits.TrailingZeros64(m)
+	return b*blockJobs + bits.TrailingZeros64(t.running[b])
+}
+
+// refreshGap recomputes the gap before running position p (-1: the tail)
+// and returns its least-remaining waiting job.
+func (t *tournament) refreshGap(p int) int {
+	if p < 0 {
+		t.tail = t.zeros.argmin(t.before(len(t.st))+1, len(t.st))
+		return t.tail
+	}
+	z := t.zeros.argmin(t.before(p)+1, p)
+	t.gapMin[p] = int32(z)
+	return z
 }
 
 // update records that the job at position w changed (it was waiting before
@@ -114,47 +217,32 @@ func (t *tournament) refreshGap(i int) {
 func (t *tournament) update(w int, wasZero bool) {
 	a := &t.st[w]
 	b := w / blockJobs
-	k, found := slices.BinarySearch(t.nz[t.blockStart[b]:t.blockStart[b+1]], w)
-	k += t.blockStart[b]
+	found := t.isRunning(w)
 	if wasZero {
 		t.zeros.clear(w)
 	}
 	switch {
 	case a.active && a.n > 0 && !found: // started: its gap splits in two
-		t.nz = slices.Insert(t.nz, k, w)
-		t.keys = slices.Insert(t.keys, k, keyOf(a))
-		t.gapMin = slices.Insert(t.gapMin, k+1, -1)
-		t.refreshGap(k)
-		t.refreshGap(k + 1)
-		t.shift(b, 1)
-		t.blocks[b].widen(&t.keys[k])
-		if z := t.gapMin[k]; z >= 0 {
-			t.blocks[b].widenGap(t.st[z].rem)
+		t.mark(w, true)
+		t.keys[w] = keyOf(a)
+		t.widen(b, &t.keys[w])
+		if z := t.refreshGap(w); z >= 0 {
+			t.widenGap(b, t.st[z].rem)
 		}
+		t.refreshGap(t.after(w)) // only shrinks: its summary still covers it
 	case a.active && found: // grew
-		t.keys[k] = keyOf(a)
-		t.blocks[b].widen(&t.keys[k])
+		t.keys[w] = keyOf(a)
+		t.widen(b, &t.keys[w])
 	case found: // left the tournament while running: two gaps merge
-		t.nz = slices.Delete(t.nz, k, k+1)
-		t.keys = slices.Delete(t.keys, k, k+1)
-		t.gapMin = slices.Delete(t.gapMin, k+1, k+2)
-		t.refreshGap(k)
-		t.shift(b, -1)
-		if z := t.gapMin[k]; k < len(t.nz) && z >= 0 {
-			t.blocks[t.nz[k]/blockJobs].widenGap(t.st[z].rem)
+		t.mark(w, false)
+		next := t.after(w)
+		if z := t.refreshGap(next); next >= 0 && z >= 0 {
+			t.widenGap(next/blockJobs, t.st[z].rem)
 		}
 	default: // left the tournament while waiting: its gap shrinks
-		t.refreshGap(k)
+		t.refreshGap(t.after(w))
 	}
 	t.replay(b)
-}
-
-// shift moves the starts of the blocks after b by d after a running job of
-// block b was inserted or deleted.
-func (t *tournament) shift(b, d int) {
-	for i := b + 1; i < len(t.blockStart); i++ {
-		t.blockStart[i] += d
-	}
 }
 
 // summarise recomputes block b's summary of its running jobs and gaps.
@@ -162,13 +250,11 @@ func (t *tournament) summarise(b int) {
 	inf := math.Inf(1)
 	bl := &t.blocks[b]
 	bl.minLen, bl.maxLen, bl.maxGCur, bl.maxGNew, bl.maxGCurFinite = inf, -inf, -inf, -inf, -inf
-	lo, hi := t.blockStart[b], t.blockStart[b+1]
-	for i := lo; i < hi; i++ {
-		bl.widen(&t.keys[i])
-	}
 	bl.gaps, bl.minGapRem = false, inf
-	for _, z := range t.gapMin[lo:hi] {
-		if z >= 0 {
+	for m := t.running[b]; m != 0; m &= m - 1 {
+		p := b*blockJobs + bits.TrailingZeros64(m)
+		bl.widen(&t.keys[p])
+		if z := t.gapMin[p]; z >= 0 {
 			bl.widenGap(t.st[z].rem)
 		}
 	}
@@ -226,61 +312,101 @@ func (bl *block) quiet(xk afsKey, xWaits bool, xRem float64) bool {
 func (t *tournament) replay(b int) {
 	x, xWaits := -1, false
 	var xk afsKey // x's key while x runs
-	if b > 0 {
-		if x = t.blocks[b].in; x >= 0 {
-			xk, xWaits = keyOf(&t.st[x]), t.st[x].n == 0
+	if sup := b / 64; b >= len(t.blocks) {
+		// No jobs.
+	} else if t.uniform[sup] {
+		// The blocks of b's super-block were skipped whole: their winner
+		// coming in was the super-block's. Its blocks before b keep it.
+		x = t.supers[sup].in
+		for i := sup * 64; i < b; i++ {
+			t.blocks[i].in = x
 		}
+	} else if b > 0 {
+		x = t.blocks[b].in
 	}
-	for ; b < len(t.blocks); b++ {
-		bl := &t.blocks[b]
-		bl.in = x
-		lo, hi := t.blockStart[b], t.blockStart[b+1]
-		if lo == hi || x >= 0 && bl.quiet(xk, xWaits, t.st[x].rem) {
-			continue
+	if x >= 0 {
+		xk, xWaits = keyOf(&t.st[x]), t.st[x].n == 0
+	}
+	for b < len(t.blocks) {
+		sup := b / 64
+		if b%64 == 0 {
+			sp := &t.supers[sup]
+			sp.in = x
+			if t.busy[sup] == 0 || x >= 0 && sp.quiet(xk, xWaits, t.st[x].rem) {
+				t.uniform[sup] = true
+				b += 64
+				continue
+			}
 		}
+		t.uniform[sup] = false
 		x0 := x
-		for i := lo; i < hi; i++ {
-			if z := t.gapMin[i]; z >= 0 {
-				x, xk, xWaits = t.meetGap(z, x, xk, xWaits)
-			}
-			y := t.keys[i]
-			var yWins bool
-			switch {
-			case x < 0:
-				yWins = true
-			case xWaits:
-				// x's length is infinite. A finite y is the shorter job A
-				// and x, with relative gain 1, is B; an infinite y ties, so
-				// x stays A with an infinite gain y cannot beat.
-				yWins = !math.IsInf(y.length, 1) && y.gCur >= 1
-			default:
-				// Gains are never NaN, so !(a > b) is a <= b. If y is the
-				// shorter job (A), x (B) keeps the lead only with a larger
-				// relative gain; otherwise y (B) needs the larger one.
-				// Computed without branches: which case applies is close
-				// to random, and mispredicted branches dominated this loop.
-				shorter := b2i(y.length < xk.length)
-				yWins = shorter&b2i(xk.gNew <= y.gCur)|(1-shorter)&b2i(y.gNew > xk.gCur) != 0
-			}
-			if yWins {
-				x, xk, xWaits = t.nz[i], y, false
-			}
+		end := min((sup+1)*64, len(t.blocks))
+		for ; b < end; b++ {
+			x, xk, xWaits = t.playBlock(b, x, xk, xWaits)
 		}
-		// Walked for nothing: the summary has grown loose. Tightening it
-		// costs a second pass, so it waits for the fourth such walk; at
-		// 1 000 jobs, tightening after every one measured 8% slower
-		// overall and never tightening 50% slower.
-		if x == x0 {
-			if bl.idle++; bl.idle == tightenAfter {
-				bl.idle = 0
-				t.summarise(b)
+		// As for blocks (playBlock), a super-block walked for nothing
+		// has its summary recomputed from its blocks'.
+		if sp := &t.supers[sup]; x == x0 && x0 >= 0 {
+			if sp.idle++; sp.idle == tightenAfter {
+				sp.idle = 0
+				t.summariseSuper(sup)
 			}
 		}
 	}
-	if z := t.gapMin[len(t.nz)]; z >= 0 { // the tail gap
-		x, _, _ = t.meetGap(z, x, xk, xWaits)
+	if t.tail >= 0 {
+		x, _, _ = t.meetGap(t.tail, x, xk, xWaits)
 	}
 	t.final = x
+}
+
+// playBlock plays block b against the winner x coming in and returns the
+// winner going out.
+func (t *tournament) playBlock(b, x int, xk afsKey, xWaits bool) (int, afsKey, bool) {
+	bl := &t.blocks[b]
+	bl.in = x
+	if t.running[b] == 0 || x >= 0 && bl.quiet(xk, xWaits, t.st[x].rem) {
+		return x, xk, xWaits
+	}
+	x0 := x
+	for m := t.running[b]; m != 0; m &= m - 1 {
+		i := b*blockJobs + bits.TrailingZeros64(m)
+		if z := t.gapMin[i]; z >= 0 {
+			x, xk, xWaits = t.meetGap(int(z), x, xk, xWaits)
+		}
+		y := t.keys[i]
+		var yWins bool
+		switch {
+		case x < 0:
+			yWins = true
+		case xWaits:
+			// x's length is infinite. A finite y is the shorter job A
+			// and x, with relative gain 1, is B; an infinite y ties, so
+			// x stays A with an infinite gain y cannot beat.
+			yWins = !math.IsInf(y.length, 1) && y.gCur >= 1
+		default:
+			// Gains are never NaN, so !(a > b) is a <= b. If y is the
+			// shorter job (A), x (B) keeps the lead only with a larger
+			// relative gain; otherwise y (B) needs the larger one.
+			// Computed without branches: which case applies is close
+			// to random, and mispredicted branches dominated this loop.
+			shorter := b2i(y.length < xk.length)
+			yWins = shorter&b2i(xk.gNew <= y.gCur)|(1-shorter)&b2i(y.gNew > xk.gCur) != 0
+		}
+		if yWins {
+			x, xk, xWaits = i, y, false
+		}
+	}
+	// Walked for nothing: the summary has grown loose. Tightening it
+	// costs a second pass, so it waits for the fourth such walk; at
+	// 1 000 jobs, tightening after every one measured 8% slower
+	// overall and never tightening 50% slower.
+	if x == x0 {
+		if bl.idle++; bl.idle == tightenAfter {
+			bl.idle = 0
+			t.summarise(b)
+		}
+	}
+	return x, xk, xWaits
 }
 
 // meetGap plays gap with least-remaining job z against the winner x.

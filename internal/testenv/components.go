@@ -83,9 +83,17 @@ func (e *Env) startAPIServer(ctx context.Context, etcdPort, port int) error {
 // startControllerManager runs every default controller, among them node
 // lifecycle (it removes the not-ready taint from kwok nodes), job, garbage
 // collection, and the service-account and token controllers.
+//
+// Node lifecycle gets five minutes, not 50 s, before it takes a silent node
+// for lost: on two loaded cores kwok renews hundreds of nodes' leases late,
+// and the controller then marks every pod on them not Ready, which a
+// kubelet would undo and kwok does not (an MPIJob's launcher, created once
+// its workers are Ready, then never comes).
 func (e *Env) startControllerManager(port int) (*process, error) {
 	return e.start("kube-controller-manager", "kube-controller-manager", append(e.componentFlags("kube-controller-manager", port),
 		"--controllers=*",
+		"--node-monitor-grace-period=5m",
+		"--node-startup-grace-period=5m",
 		"--use-service-account-credentials=false",
 		"--service-account-private-key-file="+e.pki.saKey,
 		"--root-ca-file="+e.pki.caCert,
@@ -128,6 +136,10 @@ func (e *Env) startKwok() (*process, error) {
 		"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=" + kwokNodeValue,
 		"--cidr=10.244.0.1/16",
 		"--node-ip=10.0.1.1",
+		// With a configuration of stages only, kwok's lease duration is 0:
+		// it renews no node Lease and heartbeats no node status, and node
+		// lifecycle takes every node for lost once its grace period ends.
+		"--node-lease-duration-seconds=40",
 	},
 		// kwok also reads ~/.kwok/kwok.yaml; keep the user's out of the tests.
 		"HOME="+dir)

@@ -102,13 +102,18 @@ func newTournament(s *Snapshot) *tournament {
 
 // summariseSuper recomputes super-block s's summary from its blocks'.
 func (t *tournament) summariseSuper(s int) {
-	inf := math.Inf(1)
 	sp := &t.supers[s]
-	sp.minLen, sp.maxLen, sp.maxGCur, sp.maxGNew, sp.maxGCurFinite = inf, -inf, -inf, -inf, -inf
-	sp.gaps, sp.minGapRem = false, inf
+	sp.empty()
 	for b := s * 64; b < min((s+1)*64, len(t.blocks)); b++ {
 		sp.merge(&t.blocks[b])
 	}
+}
+
+// empty makes the summary cover nothing, ready to be widened.
+func (bl *block) empty() {
+	inf := math.Inf(1)
+	bl.minLen, bl.maxLen, bl.maxGCur, bl.maxGNew, bl.maxGCurFinite = inf, -inf, -inf, -inf, -inf
+	bl.gaps, bl.minGapRem = false, inf
 }
 
 // merge widens the summary to cover another's.
@@ -247,10 +252,8 @@ func (t *tournament) update(w int, wasZero bool) {
 
 // summarise recomputes block b's summary of its running jobs and gaps.
 func (t *tournament) summarise(b int) {
-	inf := math.Inf(1)
 	bl := &t.blocks[b]
-	bl.minLen, bl.maxLen, bl.maxGCur, bl.maxGNew, bl.maxGCurFinite = inf, -inf, -inf, -inf, -inf
-	bl.gaps, bl.minGapRem = false, inf
+	bl.empty()
 	for m := t.running[b]; m != 0; m &= m - 1 {
 		p := b*blockJobs + bits.TrailingZeros64(m)
 		bl.widen(&t.keys[p])

@@ -144,13 +144,13 @@ func run() error {
 	}
 	args := []string{"controller", "--kubeconfig", env.Kubeconfig, "--leader-elect=false",
 		"--metrics-addr", "0", "--health-addr", "0", "--rate-limit", rate}
-	var api, metricsAddr string
+	var api, metricsAddr, pprofAddr string
 	if scale {
-		more, a, m, err := scaleArgs(dir, ns)
+		more, a, m, p, err := scaleArgs(dir, ns)
 		if err != nil {
 			return err
 		}
-		args, api, metricsAddr = append(args, more...), a, m
+		args, api, metricsAddr, pprofAddr = append(args, more...), a, m, p
 	}
 	args = append(args, strings.Fields(os.Getenv("ARGS"))...)
 	ctl := exec.Command(bin, args...)
@@ -323,6 +323,7 @@ func run() error {
 		timePages(ctx, api, gpuTypes[0], pageJobs)
 		_, rss := procStats(ctl.Process.Pid)
 		fmt.Printf("controller after the pages: peak RSS %.1f MiB\n", rss)
+		heap(metricsAddr, pprofAddr, dir)
 	}
 	return nil
 }

@@ -43,18 +43,48 @@ func freeAddr() (string, error) {
 
 // scaleArgs returns the controller flags of the scale mode: the REST API
 // (static token) and metrics on free loopback ports.
-func scaleArgs(dir, ns string) (args []string, api, metricsAddr string, err error) {
+func scaleArgs(dir, ns string) (args []string, api, metricsAddr, pprofAddr string, err error) {
 	if api, err = freeAddr(); err != nil {
-		return nil, "", "", err
+		return nil, "", "", "", err
 	}
 	if metricsAddr, err = freeAddr(); err != nil {
-		return nil, "", "", err
+		return nil, "", "", "", err
+	}
+	if pprofAddr, err = freeAddr(); err != nil {
+		return nil, "", "", "", err
 	}
 	tokens := filepath.Join(dir, "tokens.csv")
 	if err := os.WriteFile(tokens, []byte(benchToken+`,kubebench,1,"system:masters"`+"\n"), 0o600); err != nil {
-		return nil, "", "", err
+		return nil, "", "", "", err
 	}
-	return []string{"--api-addr", api, "--api-namespace", ns, "--api-auth", "static", "--api-token-file", tokens, "--metrics-addr", metricsAddr}, api, metricsAddr, nil
+	return []string{"--api-addr", api, "--api-namespace", ns, "--api-auth", "static", "--api-token-file", tokens,
+		"--metrics-addr", metricsAddr, "--pprof-addr", pprofAddr}, api, metricsAddr, pprofAddr, nil
+}
+
+// heap reports the controller's Go heap from its metrics and keeps its
+// heap profile in dir (read it with go tool pprof -top -sample_index=inuse_space).
+func heap(metricsAddr, pprofAddr, dir string) {
+	if m, err := scrape(metricsAddr); err == nil {
+		fmt.Printf("controller heap: %.1f MiB allocated and live-or-not-yet-collected, %.1f MiB in use, %.1f MiB from the OS\n",
+			m["go_memstats_heap_alloc_bytes"]/(1<<20), m["go_memstats_heap_inuse_bytes"]/(1<<20), m["go_memstats_heap_sys_bytes"]/(1<<20))
+	}
+	resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		fmt.Printf("heap profile: %v\n", err)
+		return
+	}
+	defer resp.Body.Close()
+	out := filepath.Join(dir, "heap.pprof")
+	f, err := os.Create(out)
+	if err == nil {
+		_, err = io.Copy(f, resp.Body)
+		err = cmp.Or(err, f.Close())
+	}
+	if err != nil {
+		fmt.Printf("heap profile: %v\n", err)
+		return
+	}
+	fmt.Printf("heap profile (after a collection): %s\n", out)
 }
 
 // scrape returns the metrics endpoint's samples: name{labels} → value.

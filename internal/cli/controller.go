@@ -36,6 +36,7 @@ func newControllerCmd() *cobra.Command {
 		burst        int
 		api          apiFlags
 		policyParams []string
+		memFraction  float64
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -105,6 +106,9 @@ are refused by name.`,
 			if !(o.SyncWrites > 0) || o.SyncWrites > float64(qps) {
 				return usageError{fmt.Errorf("--status-sync-writes %v: want a positive number of writes a second, at most --kube-api-qps (%v), which decisions share", o.SyncWrites, qps)}
 			}
+			if !(memFraction >= 0 && memFraction < 1) {
+				return usageError{fmt.Errorf("--memory-limit-fraction %v: want a fraction of the container's memory limit, at least 0 (off) and below 1", memFraction)}
+			}
 			if _, err := o.Gang.Resolve(); err != nil {
 				return usageError{fmt.Errorf("--gang-scheduler: %w", err)}
 			}
@@ -125,6 +129,12 @@ are refused by name.`,
 				level = slog.LevelDebug
 			}
 			o.Log = logr.FromSlogHandler(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			switch soft, err := setMemoryLimit("/sys/fs/cgroup", memFraction); {
+			case err != nil:
+				o.Log.Info("container memory limit unknown; the Go runtime has no soft limit", "reason", err.Error())
+			case soft > 0:
+				o.Log.Info("Go soft memory limit set from the container's", "bytes", soft, "fraction", memFraction)
+			}
 			if o.LeaderElect && o.LeaderElectionNamespace == "" {
 				o.LeaderElectionNamespace = podNamespace(o.Namespace)
 			}
@@ -157,6 +167,8 @@ are refused by name.`,
 	f.DurationVar(&o.RateLimit, "rate-limit", scheduler.DefaultRateLimit, "minimum time between two reschedulings of a GPU type; events in between are coalesced")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", `address of the Prometheus metrics endpoint; "0" disables it`)
 	f.StringVar(&o.HealthAddr, "health-addr", ":8081", `address of /healthz and /readyz; "0" disables them`)
+	f.Float64Var(&memFraction, "memory-limit-fraction", 0.9, "set the Go runtime's soft memory limit to this fraction of the container's memory limit (cgroup memory.max), so that garbage collection works harder near the limit instead of the controller being killed; 0 disables it, and GOMEMLIMIT, when set, wins")
+	f.StringVar(&o.PprofAddr, "pprof-addr", "0", `address of Go's profiles (/debug/pprof/), to diagnose the controller's CPU and memory; "0" disables them (keep it off, or on localhost, in production: profiles are not authenticated)`)
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "run only while holding the leader Lease, so that replicas can stand by")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-elect-namespace", "", "namespace of the leader Lease (default the pod's namespace, else --namespace, else default)")
 	f.StringVar(&o.LeaderElectionID, "leader-elect-id", "voda-controller", "name of the leader Lease; replicas with different --gpu-types need different names")

@@ -22,6 +22,8 @@ func TestControllerRejectsBadFlags(t *testing.T) {
 		{[]string{"controller", "--status-sync", "-5s"}, "--status-sync -5s: must be a positive duration"},
 		{[]string{"controller", "--metrics-scan", "0"}, "--metrics-scan 0s: must be a positive duration"},
 		{[]string{"controller", "--rate-limit", "soon"}, "invalid argument"},
+		{[]string{"controller", "--memory-limit-fraction", "1.5"}, "--memory-limit-fraction 1.5: want a fraction of the container's memory limit"},
+		{[]string{"controller", "--memory-limit-fraction", "-0.1"}, "--memory-limit-fraction -0.1: want"},
 		{[]string{"controller", "--api-auth", "static", "--api-token-file", "t.csv", "--api-token-audiences", "voda"}, "--api-token-audiences needs --api-auth tokenreview"},
 		{[]string{"controller", "extra"}, "unknown command"},
 		{[]string{"controller", "--gang-scheduler", "kueue"}, `unknown gang scheduler "kueue"; want one of none, scheduler-plugins, volcano`},

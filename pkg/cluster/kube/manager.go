@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,6 +31,9 @@ type ManagerOptions struct {
 	// MetricsAddr and HealthAddr are where metrics and the health probes
 	// are served; "0" disables them.
 	MetricsAddr, HealthAddr string
+	// PprofAddr serves Go's profiles (/debug/pprof/) for diagnosing the
+	// controller's CPU and memory; empty or "0" disables it.
+	PprofAddr string
 	// LeaderElect turns on leader election, in LeaderElectionNamespace
 	// (empty: the namespace the pod runs in, which must then be known).
 	LeaderElect             bool
@@ -53,6 +57,20 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
+// slimCached is the cache's transform: children keep only what the
+// controller reads of them (workload.slim), every other object all but its
+// managedFields.
+func slimCached(o any) (any, error) {
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		if r := runtimeFor(u.GroupVersionKind()); r != nil {
+			return r.slim(u), nil
+		}
+	}
+	return stripManagedFields(o)
+}
+
+var stripManagedFields = cache.TransformStripManagedFields()
+
 // NewManager builds a controller-runtime manager running the controller.
 func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, *Controller, error) {
 	hasJob, err := labels.NewRequirement(v1alpha1.JobLabel, selection.Exists, nil)
@@ -62,7 +80,8 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, *Controlle
 	co := cache.Options{
 		// Nothing here reads managedFields, a good part of every object:
 		// the cache holds thousands of jobs, pods and children at scale.
-		DefaultTransform: cache.TransformStripManagedFields(),
+		// Of the children (MPIJobs, PyTorchJobs), only what it reads.
+		DefaultTransform: slimCached,
 		// Only pods of TrainingJobs are cached, not every pod of the cluster,
 		// and of each only what the controller reads.
 		ByObject: map[client.Object]cache.ByObject{
@@ -96,6 +115,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, *Controlle
 		Controller:              config.Controller{SkipNameValidation: &skipNameValidation},
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthAddr,
+		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        id,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,

@@ -106,6 +106,64 @@ func (r *workload) read(u *unstructured.Unstructured) childState {
 	return s
 }
 
+// runtimeFor returns the runtime whose child has the given kind, or nil.
+func runtimeFor(gvk schema.GroupVersionKind) *workload {
+	for _, r := range runtimes {
+		if r.gvk == gvk {
+			return r
+		}
+	}
+	return nil
+}
+
+// slim returns what the controller reads of a child, for its cache: the
+// identity and owners (metadata, without managedFields), runPolicy.suspend,
+// each replica spec's replicas and batch sizes annotation (read, recover,
+// templatesAnnotation), and the conditions' type, status and message. The
+// pod templates, most of a child, stay in the API server: the controller
+// builds children from the TrainingJob and changes them only by merge
+// patches, never by writing back what it read.
+func (r *workload) slim(u *unstructured.Unstructured) *unstructured.Unstructured {
+	out := map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind()}
+	if md, ok := u.Object["metadata"].(map[string]any); ok {
+		md = maps.Clone(md)
+		delete(md, "managedFields")
+		out["metadata"] = md
+	}
+	spec := map[string]any{}
+	if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "runPolicy", "suspend"); ok {
+		spec["runPolicy"] = map[string]any{"suspend": v}
+	}
+	if v, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", r.replicas[1]); v != nil {
+		specs, _ := v.(map[string]any)
+		roles := map[string]any{}
+		for role, rs := range specs {
+			rs, _ := rs.(map[string]any)
+			kept := map[string]any{}
+			if n, ok := rs["replicas"]; ok {
+				kept["replicas"] = n
+			}
+			if v, ok, _ := unstructured.NestedFieldNoCopy(rs, "template", "metadata", "annotations", BatchSizesAnnotation); ok {
+				kept["template"] = map[string]any{"metadata": map[string]any{"annotations": map[string]any{BatchSizesAnnotation: v}}}
+			}
+			roles[role] = kept
+		}
+		spec[r.replicas[1]] = roles
+	}
+	out["spec"] = spec
+	if conds, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "conditions"); ok {
+		var kept []any
+		list, _ := conds.([]any)
+		for _, c := range list {
+			if m, ok := c.(map[string]any); ok {
+				kept = append(kept, map[string]any{"type": m["type"], "status": m["status"], "message": m["message"]})
+			}
+		}
+		out["status"] = map[string]any{"conditions": kept}
+	}
+	return &unstructured.Unstructured{Object: out}
+}
+
 // patch is the merge patch that sets a child's suspension and workers.
 func (r *workload) patch(suspend bool, workers int32) map[string]any {
 	replicas := map[string]any{}

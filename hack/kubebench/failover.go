@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vodascheduler/voda/internal/testenv"
@@ -25,7 +26,8 @@ import (
 // KILL_EVERY seconds, KILLS times, the leader is killed with SIGKILL and
 // started again at once, as a Deployment would. It reports the time from
 // each kill to the new leader's takeover and to its first scheduling round,
-// and checks that every job completes, that none was started twice (one
+// and checks, once every job has ended or WAIT minutes (120) after the last
+// arrival, that every job completed, that none was started twice (one
 // Started Event) and that no node was ever planned for more GPUs than it
 // has (sampled every second from the jobs' statuses) or had more bound
 // than it has (from the pods).
@@ -77,6 +79,41 @@ func (r *replica) rounds() float64 {
 	return n
 }
 
+// eventLog is every Event of Voda's seen during a run, by UID. The API
+// server deletes an Event an hour after its last update (--event-ttl), and
+// a run lasts longer: they are listed every two minutes, not only at the
+// end.
+type eventLog struct {
+	mu   sync.Mutex
+	seen map[types.UID]seenEvent
+}
+
+// seenEvent is what the checks read of an Event: its reason, its
+// TrainingJob and how many times it happened.
+type seenEvent struct {
+	reason, job string
+	count       int
+}
+
+func (l *eventLog) poll(ctx context.Context, c client.Client, ns string) error {
+	var events corev1.EventList
+	if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range events.Items {
+		if e.Source.Component != "voda-scheduler" {
+			continue
+		}
+		n := int(max(e.Count, 1))
+		if prev, ok := l.seen[e.UID]; !ok || n > prev.count {
+			l.seen[e.UID] = seenEvent{reason: e.Reason, job: e.InvolvedObject.Name, count: n}
+		}
+	}
+	return nil
+}
+
 // overcommit is the worst a sample saw: the most GPUs planned onto, and
 // bound on, one node.
 type overcommit struct {
@@ -85,6 +122,9 @@ type overcommit struct {
 	planned, bound       int
 	plannedAt, boundAt   string
 	plannedBad, boundBad int
+	// begin is the run's start, for the lines that name each over-planned
+	// node's jobs (the first 20) as they are seen.
+	begin time.Time
 }
 
 func (o *overcommit) sample(ctx context.Context, c client.Client, ns string, gpus int) {
@@ -97,10 +137,20 @@ func (o *overcommit) sample(ctx context.Context, c client.Client, ns string, gpu
 		return
 	}
 	planned, bound := map[string]int{}, map[string]int{}
+	on := map[string][]string{} // node → the jobs planned there, with their phase and workers there
 	for _, tj := range tjs.Items {
 		if tj.Status.Phase == v1alpha1.PhaseRunning || tj.Status.Phase == v1alpha1.PhaseStarting {
+			here := map[string]int{}
 			for _, n := range tj.Status.Placement {
 				planned[n] += max(int(tj.Status.GPUsPerWorker), 1)
+				here[n]++
+			}
+			written := "?"
+			if at := tj.Status.AccountedTime; at != nil {
+				written = at.Format(time.TimeOnly)
+			}
+			for n, k := range here {
+				on[n] = append(on[n], fmt.Sprintf("%s %s ×%d (status of %s)", tj.Name, tj.Status.Phase, k, written))
 			}
 		}
 	}
@@ -124,6 +174,11 @@ func (o *overcommit) sample(ctx context.Context, c client.Client, ns string, gpu
 		}
 		if over {
 			*bad++
+		}
+	}
+	for n, v := range planned {
+		if v > gpus && o.plannedBad < 20 {
+			fmt.Printf("+%s node %s planned for %d GPUs: %s\n", time.Since(o.begin).Round(time.Second), n, v, strings.Join(on[n], ", "))
 		}
 	}
 	worst(planned, &o.planned, &o.plannedAt, &o.plannedBad)
@@ -158,13 +213,22 @@ func failover(ctx context.Context, env *testenv.Env, bin, dir, ns string, jobs, 
 	if err != nil {
 		return err
 	}
-	var oc overcommit
+	oc := overcommit{begin: time.Now()}
+	events := eventLog{seen: map[types.UID]seenEvent{}}
 	sctx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
 	go func() {
 		for sctx.Err() == nil {
 			oc.sample(sctx, c, ns, gpus)
 			time.Sleep(time.Second)
+		}
+	}()
+	go func() {
+		for sctx.Err() == nil {
+			if err := events.poll(sctx, c, ns); err != nil && sctx.Err() == nil {
+				fmt.Printf("list Events: %v\n", err)
+			}
+			time.Sleep(2 * time.Minute)
 		}
 	}()
 
@@ -238,7 +302,7 @@ func failover(ctx context.Context, env *testenv.Env, bin, dir, ns string, jobs, 
 		return err
 	}
 	fmt.Printf("created %d jobs over %s; waiting for them to complete\n", jobs, time.Since(begin).Round(time.Second))
-	deadline := time.Now().Add(time.Hour)
+	deadline := time.Now().Add(time.Duration(envInt("WAIT", 120)) * time.Minute)
 	var tjs v1alpha1.TrainingJobList
 	for time.Now().Before(deadline) {
 		if err := c.List(ctx, &tjs, client.InNamespace(ns)); err != nil {
@@ -256,21 +320,19 @@ func failover(ctx context.Context, env *testenv.Env, bin, dir, ns string, jobs, 
 	for _, tj := range tjs.Items {
 		phases[tj.Status.Phase]++
 	}
-	var events corev1.EventList
-	if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+	if err := events.poll(ctx, c, ns); err != nil {
 		return err
 	}
 	started := map[string]int{}
 	reasons := map[string]int{}
-	for _, e := range events.Items {
-		if e.Source.Component != "voda-scheduler" {
-			continue
-		}
-		reasons[e.Reason] += int(max(e.Count, 1))
-		if e.Reason == "Started" {
-			started[e.InvolvedObject.Name] += int(max(e.Count, 1))
+	events.mu.Lock()
+	for _, e := range events.seen {
+		reasons[e.reason] += e.count
+		if e.reason == "Started" {
+			started[e.job] += e.count
 		}
 	}
+	events.mu.Unlock()
 	twice := 0
 	for _, n := range started {
 		if n > 1 {

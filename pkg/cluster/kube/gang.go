@@ -268,20 +268,17 @@ func (c *Controller) checkGang(ctx context.Context, tj *v1alpha1.TrainingJob, rt
 		// Placed before this controller took over (a restart, a new
 		// leader): the clock starts now, so the gang gets at most one more
 		// GangTimeout instead of holding its GPUs for ever.
-		c.restarting(id, int(tj.Status.Workers))
+		c.takingOver(id, int(tj.Status.Workers))
 		return c.opts.GangTimeout, nil
 	}
-	since := d.since
-	if d.released.After(since) {
-		since = d.released
-	}
+	since, from := d.clock()
 	if left := c.opts.GangTimeout - time.Since(since); left > 0 {
 		return left, nil
 	}
 	if gated > 0 && noPod == 0 {
 		return c.opts.GangTimeout, nil
 	}
-	reason := fmt.Sprintf("%d of %d workers not running %s after they were placed", notRunning, tj.Status.Workers, c.opts.GangTimeout)
+	reason := fmt.Sprintf("%d of %d workers not running %s %s", notRunning, tj.Status.Workers, c.opts.GangTimeout, from)
 	if noPod > 0 {
 		wait, said := c.ops.waiting(childKey{rt.kind, tj.Namespace, tj.Name}, d.since, time.Now())
 		if wait {

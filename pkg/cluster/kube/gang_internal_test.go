@@ -3,11 +3,13 @@ package kube
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	volcano "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 )
 
@@ -136,5 +138,39 @@ func TestPodGroup(t *testing.T) {
 	}
 	if _, ok := u.Object["status"]; ok {
 		t.Error("Voda writes the status of a Volcano PodGroup")
+	}
+}
+
+// The gang clock counts from the latest of a job's placement and the
+// release of its gated workers, and its Event says which (or that this
+// controller took the job over unsettled).
+func TestGangClockSaysWhatItCounts(t *testing.T) {
+	placed := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	later := placed.Add(time.Minute)
+	for _, c := range []struct {
+		d    disruption
+		at   time.Time
+		says string
+	}{
+		{disruption{since: placed}, placed, "after they were placed"},
+		{disruption{since: placed, released: later}, later, "after they were let go to their nodes"},
+		{disruption{since: later, released: placed}, later, "after they were placed"},
+		{disruption{since: placed, tookOver: true}, placed, "after this controller took over"},
+		{disruption{since: placed, released: later, tookOver: true}, later, "after they were let go to their nodes"},
+	} {
+		at, says := c.d.clock()
+		if !at.Equal(c.at) || says != c.says {
+			t.Errorf("%+v: clock %s %q, want %s %q", c.d, at, says, c.at, c.says)
+		}
+	}
+	c := &Controller{disrupted: map[api.JobID]disruption{}}
+	c.takingOver("a", 2)
+	c.restarting("a", 3)
+	if d := c.disrupted["a"]; !d.tookOver || d.workers != 3 {
+		t.Errorf("a restart while taken over: %+v", d)
+	}
+	c.restarting("b", 1)
+	if d := c.disrupted["b"]; d.tookOver {
+		t.Errorf("a placement counted as taken over: %+v", d)
 	}
 }

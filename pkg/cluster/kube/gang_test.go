@@ -289,7 +289,7 @@ func testGangTimeout(t *testing.T, k *cluster) {
 	o.GangTimeout = 3 * time.Second
 	k.startController(t, o)
 	err = testenv.PollUntil(ctx, 60*time.Second, "a GangTimeout event", func(ctx context.Context) (bool, error) {
-		return k.hasEvent(ctx, ns, "stuck", "GangTimeout", "2 of 2 workers not running 3s after they were placed"), nil
+		return k.hasEvent(ctx, ns, "stuck", "GangTimeout", "2 of 2 workers not running 3s after this controller took over"), nil
 	})
 	if err != nil {
 		t.Fatal(err)

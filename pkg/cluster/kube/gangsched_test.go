@@ -241,7 +241,7 @@ func testGangTimeoutUnderGangScheduler(t *testing.T, k *cluster) {
 					}
 				}
 				bound = max(bound, n)
-				return k.hasEvent(ctx, ns, "stuck", "GangTimeout", "not running 3s after they were placed"), nil
+				return k.hasEvent(ctx, ns, "stuck", "GangTimeout", "not running 3s after they were let go to their nodes"), nil
 			})
 			if err != nil {
 				t.Fatal(err)

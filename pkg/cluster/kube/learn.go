@@ -193,11 +193,27 @@ func (c *Controller) finished(ctx context.Context, id api.JobID, completed bool)
 
 // disruption is a job's start, resize or migration that has not yet
 // settled: since when, on how many workers, and when Voda last let its
-// workers' pods be bound (ungated them).
+// workers' pods be bound (ungated them). tookOver says since is when this
+// controller first saw the job settling, not when the job was placed (it
+// was placed before a restart or by another leader).
 type disruption struct {
 	since    time.Time
 	workers  int
 	released time.Time
+	tookOver bool
+}
+
+// clock is when the gang clock started and, in words for the job's
+// Event, from what: the last time Voda let the job's gated workers go to
+// their nodes, if later than the start, resize or migration.
+func (d disruption) clock() (time.Time, string) {
+	switch {
+	case d.released.After(d.since):
+		return d.released, "after they were let go to their nodes"
+	case d.tookOver:
+		return d.since, "after this controller took over"
+	}
+	return d.since, "after they were placed"
 }
 
 // ungated notes that a job's last gated workers were let go to their nodes
@@ -213,10 +229,22 @@ func (c *Controller) ungated(id api.JobID) {
 
 // restarting notes that a job's workers restart from now.
 func (c *Controller) restarting(id api.JobID, workers int) {
+	c.noteDisruption(id, workers, false)
+}
+
+// takingOver notes that a job placed before this controller took over
+// has not settled: its gang clock counts from now.
+func (c *Controller) takingOver(id api.JobID, workers int) {
+	c.noteDisruption(id, workers, true)
+}
+
+// noteDisruption starts a job's disruption now, or updates its workers if
+// one is under way.
+func (c *Controller) noteDisruption(id api.JobID, workers int, tookOver bool) {
 	c.estMu.Lock()
 	defer c.estMu.Unlock()
 	if _, ok := c.disrupted[id]; !ok {
-		c.disrupted[id] = disruption{since: time.Now(), workers: workers}
+		c.disrupted[id] = disruption{since: time.Now(), workers: workers, tookOver: tookOver}
 	} else {
 		d := c.disrupted[id]
 		d.workers = workers

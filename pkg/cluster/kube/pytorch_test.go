@@ -359,7 +359,7 @@ func testPyTorchGangTimeout(t *testing.T, k *cluster) {
 		t.Fatal(err)
 	}
 	err = testenv.PollUntil(ctx, 60*time.Second, "a GangTimeout event", func(ctx context.Context) (bool, error) {
-		return k.hasEvent(ctx, ns, "stuck", "GangTimeout", "2 of 2 workers not running 4s after they were placed"), nil
+		return k.hasEvent(ctx, ns, "stuck", "GangTimeout", "2 of 2 workers not running 4s after they were let go to their nodes"), nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -335,6 +335,12 @@ func (e *engine) submitted(tj *v1alpha1.TrainingJob) {
 // finish tells the engine a job ended, and writes it down.
 func (e *engine) finish(ctx context.Context, id api.JobID, failed bool, msg string) error {
 	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
+		if j, ok := en.Job(id); ok && j.Phase.Final() {
+			// Ended already: this reconcile read the TrainingJob before
+			// its final status reached the cache. Write that status only
+			// if it was not written.
+			return e.persist(ctx, j, false)
+		}
 		var ev scheduler.Event = scheduler.JobCompleted{ID: id}
 		reason, words := "Completed", "Training completed"
 		if failed {

@@ -34,7 +34,7 @@ type lane struct {
 	start, end []float64 // where es[i] runs; once dirty, from es[stale] on out of date
 	stale      int
 	dirty      bool
-	waitAfter  []int // waitAfter[i]: jobs from es[i] on of start > 0
+	waiting    int // jobs of start > 0, once scheduled
 	steps, tmp []step
 }
 
@@ -105,12 +105,10 @@ func (l *lane) schedule() {
 		l.start[i], l.end[i] = p.place(l.es[i], i, l.gpus)
 	}
 	l.steps, l.stale, l.dirty = p.steps, n, false
-	l.waitAfter = slices.Grow(l.waitAfter[:0], n+1)[:n+1]
-	l.waitAfter[n] = 0
-	for i := n - 1; i >= 0; i-- {
-		l.waitAfter[i] = l.waitAfter[i+1]
+	l.waiting = 0
+	for i := range n {
 		if l.start[i] > 0 {
-			l.waitAfter[i]++
+			l.waiting++
 		}
 	}
 }
@@ -119,7 +117,7 @@ func (l *lane) schedule() {
 // already there: at the earliest time its least fits for its whole run
 // beside the jobs ahead of it, plus that run.
 func (l *lane) finish(e entry) float64 {
-	if l.dirty || l.waitAfter == nil {
+	if l.dirty {
 		l.schedule()
 	}
 	i := l.at(e)
@@ -140,21 +138,29 @@ func (l *lane) finish(e entry) float64 {
 	return end
 }
 
-// waiting is the number of jobs of the lane, e left out, that wait for
-// GPUs and that e's GPU-seconds there would hold back: under least work
-// first those after it in the order (the jobs ahead of it are served
-// first); under the other orders all of them (see the package comment).
-func (l *lane) waiting(e entry, order string) int {
-	if l.dirty || l.waitAfter == nil {
+// heldBack is the number of jobs of the lane, e left out, that e's
+// GPU-seconds there would hold back (see the package comment): under
+// least work first the jobs after it in the order, and under least
+// attained service all of them, whether they run or wait (the policies
+// shrink or stop a running job to serve one ahead of it); under arrival
+// order the jobs that wait, for those that will arrive behind it.
+func (l *lane) heldBack(e entry, order string) int {
+	if l.dirty {
 		l.schedule()
 	}
 	i := l.at(e)
 	in := i < len(l.es) && l.es[i].id == e.id
-	n := l.waitAfter[0]
-	if order == ByWork {
-		n = l.waitAfter[i]
+	n := len(l.es) - i
+	switch order {
+	case ByService:
+		n = len(l.es)
+	case ByArrival:
+		n = l.waiting
+		if in && l.start[i] == 0 {
+			return n
+		}
 	}
-	if in && l.start[i] > 0 {
+	if in {
 		n--
 	}
 	return n

@@ -240,7 +240,7 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 	lanes := map[string]*lane{}
 	laneOf := func(t string) *lane {
 		if lanes[t] == nil {
-			lanes[t] = &lane{gpus: gpus[t]}
+			lanes[t] = &lane{gpus: gpus[t], dirty: true}
 		}
 		return lanes[t]
 	}
@@ -311,7 +311,7 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 			if j.Ran && j.Current != "" && t != j.Current {
 				fin[t] += cfg.RestartCost
 			}
-			held[t] = l.waiting(e, order)
+			held[t] = l.heldBack(e, order)
 			cost[t] = fin[t] + float64(held[t])*e.size()/float64(gpus[t])
 		}
 		finish := func(t string) float64 { return fin[t] }
@@ -338,7 +338,7 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 				if best == fast && cost[sooner] < cost[best] {
 					d.Reason += fmt.Sprintf("; it runs fastest on %s, and %s would not save %.0f%%", best, sooner, 100*cfg.Prefer)
 				} else {
-					d.Reason += fmt.Sprintf("; on %s it would hold back %s", sooner, waitingJobs(held[sooner]))
+					d.Reason += fmt.Sprintf("; on %s it would hold back %s", sooner, jobsHeld(held[sooner]))
 				}
 			}
 		case now.Sub(j.Since) < dwell(cfg.MinDwell, j.Moves):
@@ -384,11 +384,11 @@ func soonest(j *Job, fin map[string]float64) string {
 	return best
 }
 
-func waitingJobs(n int) string {
+func jobsHeld(n int) string {
 	if n == 1 {
-		return "1 waiting job"
+		return "1 job"
 	}
-	return fmt.Sprintf("%d waiting jobs", n)
+	return fmt.Sprintf("%d jobs", n)
 }
 
 // fastest is the type of the job's where it runs its request fastest

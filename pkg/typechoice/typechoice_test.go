@@ -61,7 +61,7 @@ func TestNewJobsGoWhereTheyFinishFirst(t *testing.T) {
 	if d["j1"].Type != "k80" || d["j2"].Type != "v100" || d["j3"].Type != "v100" || d["j3"].Done != 1000 {
 		t.Errorf("three equal jobs, by work: %+v", d)
 	}
-	if want := "k80: estimated done in 17m there, against 8m on v100; on v100 it would hold back 2 waiting jobs"; d["j1"].Reason != want {
+	if want := "k80: estimated done in 17m there, against 8m on v100; on v100 it would hold back 2 jobs"; d["j1"].Reason != want {
 		t.Errorf("j1's reason %q, want %q", d["j1"].Reason, want)
 	}
 }
@@ -188,10 +188,11 @@ func TestElasticJobsShrinkToTheirLeast(t *testing.T) {
 	}
 }
 
-// TestAJobDoesNotHoldBackWaitingJobsForLittle: a short job would be done
-// a little sooner on a slow type, where it would go ahead of three jobs
-// waiting there; on its fast type it waits behind two short jobs.
-func TestAJobDoesNotHoldBackWaitingJobsForLittle(t *testing.T) {
+// TestAJobDoesNotHoldBackJobsForLittle: a short job would be done a
+// little sooner on a slow type, where it would go ahead of the job running
+// there and three jobs waiting; on its fast type it waits behind two short
+// jobs.
+func TestAJobDoesNotHoldBackJobsForLittle(t *testing.T) {
 	one := []typechoice.Type{{Name: "fast", GPUs: 1}, {Name: "slow", GPUs: 1}}
 	jobs := []typechoice.Job{
 		{ID: "f1", Types: []string{"fast"}, Speed: map[string]float64{"fast": 2}, Work: 600, Current: "fast"},
@@ -206,16 +207,23 @@ func TestAJobDoesNotHoldBackWaitingJobsForLittle(t *testing.T) {
 	if d["a"].Type != "fast" || d["a"].Done != 1200 {
 		t.Errorf("%+v", d["a"])
 	}
-	if want := "fast: estimated done in 20m there, against 17m on slow; on slow it would hold back 3 waiting jobs"; d["a"].Reason != want {
+	if want := "fast: estimated done in 20m there, against 17m on slow; on slow it would hold back 4 jobs"; d["a"].Reason != want {
 		t.Errorf("reason %q, want %q", d["a"].Reason, want)
 	}
-	// With nobody waiting on the slow type, and a third short job ahead of
-	// it on the fast one, it goes to the slow type.
+	// Without the waiting jobs, and a third short job ahead of it on the
+	// fast one, it still holds back the running job, which has more work
+	// left and gives way to it, and stays on the fast type.
 	jobs = slices.DeleteFunc(slices.Clone(jobs), func(j typechoice.Job) bool { return j.ID[0] == 'w' })
 	jobs = append(jobs, typechoice.Job{ID: "f3", Types: []string{"fast"}, Speed: map[string]float64{"fast": 2}, Work: 900, Current: "fast"})
 	d = typechoice.Assign(one, jobs, now, typechoice.ByWork, typechoice.DefaultConfig())
+	if want := "fast: estimated done in 28m there, against 17m on slow; on slow it would hold back 1 job"; d["a"].Type != "fast" || d["a"].Reason != want {
+		t.Errorf("one job running on slow: %+v", d["a"])
+	}
+	// With the slow type empty, it goes there.
+	jobs = slices.DeleteFunc(jobs, func(j typechoice.Job) bool { return j.ID == "r" })
+	d = typechoice.Assign(one, jobs, now, typechoice.ByWork, typechoice.DefaultConfig())
 	if d["a"].Type != "slow" || d["a"].Done != 1000 {
-		t.Errorf("nobody waiting: %+v", d["a"])
+		t.Errorf("slow type empty: %+v", d["a"])
 	}
 }
 
@@ -236,8 +244,8 @@ func TestALongJobIsNotSentAwayForTheShortJobsAheadOfIt(t *testing.T) {
 	jobs = append(jobs, typechoice.Job{ID: "long", Types: []string{"k80", "v100"}, Speed: map[string]float64{"k80": 1, "v100": 3}, Work: 36000, Submitted: now})
 	for order, want := range map[string]typechoice.Decision{
 		typechoice.ByWork:    {Type: "v100", Done: 18000, Reason: "v100: estimated done in 5h00m there, against 10h00m on k80"},
-		typechoice.ByService: {Type: "k80", Done: 36000, Reason: "k80: estimated done in 10h00m there, against 5h00m on v100; on v100 it would hold back 5 waiting jobs"},
-		typechoice.ByArrival: {Type: "k80", Done: 36000, Reason: "k80: estimated done in 10h00m there, against 5h00m on v100; on v100 it would hold back 5 waiting jobs"},
+		typechoice.ByService: {Type: "k80", Done: 36000, Reason: "k80: estimated done in 10h00m there, against 5h00m on v100; on v100 it would hold back 6 jobs"},
+		typechoice.ByArrival: {Type: "k80", Done: 36000, Reason: "k80: estimated done in 10h00m there, against 5h00m on v100; on v100 it would hold back 5 jobs"},
 	} {
 		if got := typechoice.Assign(one, jobs, now, order, typechoice.DefaultConfig())["long"]; got != want {
 			t.Errorf("%s: got %+v, want %+v", order, got, want)
@@ -257,7 +265,7 @@ func TestJobsThatArriveTogetherSeeEachOther(t *testing.T) {
 		{ID: "long2", Types: []string{"v100"}, Speed: speed, Work: 3000, Submitted: now},
 	}
 	d := typechoice.Assign(one, jobs, now, typechoice.ByWork, typechoice.DefaultConfig())
-	if want := "k80: estimated done in 25m there, against 17m on v100; on v100 it would hold back 2 waiting jobs"; d["short"].Type != "k80" || d["short"].Reason != want {
+	if want := "k80: estimated done in 25m there, against 17m on v100; on v100 it would hold back 2 jobs"; d["short"].Type != "k80" || d["short"].Reason != want {
 		t.Errorf("together: got %+v, want k80 because %q", d["short"], want)
 	}
 	if d := typechoice.Assign(one, jobs[:1], now, typechoice.ByWork, typechoice.DefaultConfig()); d["short"].Type != "v100" {

@@ -28,7 +28,7 @@ var gridSets = []string{
 	"The shapes added with the count of the jobs held back",
 }
 
-// Sets of gridShape.set.
+// Sets of gridShape.set: indexes into gridSets, in its order.
 const (
 	tuningSet = iota
 	heldOutSet
@@ -43,12 +43,12 @@ const (
 // v100=3x8,p100=1x8, prompted that change), then six new ones, and that
 // change was chosen looking at all twelve.
 var gridShapes = []gridShape{
-	{name: "fast-heavy, three types, 32 GPUs", spec: "v100=4x4,p100=2x4,k80=2x4"},
-	{name: "slow-heavy, three types, 48 GPUs (Gavel's)", spec: "v100=2x4,p100=4x4,k80=6x4"},
-	{name: "balanced, two types, 128 GPUs", spec: "v100=8x8,k80=8x8"},
-	{name: "balanced, three types, 36 GPUs", spec: "v100=3x4,p100=3x4,k80=3x4"},
-	{name: "fast-heavy, two types, 32 GPUs", spec: "v100=6x4,k80=2x4"},
-	{name: "slow-heavy, three types, 224 GPUs", spec: "v100=4x8,p100=8x8,k80=16x8"},
+	{name: "fast-heavy, three types, 32 GPUs", spec: "v100=4x4,p100=2x4,k80=2x4", set: tuningSet},
+	{name: "slow-heavy, three types, 48 GPUs (Gavel's)", spec: "v100=2x4,p100=4x4,k80=6x4", set: tuningSet},
+	{name: "balanced, two types, 128 GPUs", spec: "v100=8x8,k80=8x8", set: tuningSet},
+	{name: "balanced, three types, 36 GPUs", spec: "v100=3x4,p100=3x4,k80=3x4", set: tuningSet},
+	{name: "fast-heavy, two types, 32 GPUs", spec: "v100=6x4,k80=2x4", set: tuningSet},
+	{name: "slow-heavy, three types, 224 GPUs", spec: "v100=4x8,p100=8x8,k80=16x8", set: tuningSet},
 	{name: "fast-heavy, three types, 64 GPUs", spec: "v100=8x4,p100=4x4,k80=4x4", set: heldOutSet},
 	{name: "slow-heavy, two types, 32 GPUs", spec: "p100=2x4,k80=6x4", set: heldOutSet},
 	{name: "fast-heavy, two types, 160 GPUs", spec: "v100=16x8,k80=4x8", set: heldOutSet},

@@ -26,15 +26,15 @@ type eviction struct {
 // is gathered only if it rates one node faster than its layout. An
 // unchanged job moves only to make room for a larger job or to be
 // gathered itself, and the GPUs moved are no more than the job they make
-// room for.
-func (s *state) compact(in Input) *state {
+// room for. base is the state before packing, which each attempt forks.
+func (s *state) compact(base *state, rate func(api.JobID, []int) float64) *state {
 	ex := s.excess()
 	if ex == 0 {
 		return s
 	}
 	var spread []int
 	for i, j := range s.jobs {
-		if len(j.final) > s.need(j) && (in.Throughput == nil || gatherGains(j, in.Throughput)) {
+		if len(j.final) > s.need(j) && (rate == nil || gatherGains(j, rate)) {
 			spread = append(spread, i)
 		}
 	}
@@ -52,7 +52,7 @@ func (s *state) compact(in Input) *state {
 		if !ok {
 			continue
 		}
-		t, ok := evicted(in, append(done, ev))
+		t, ok := evicted(base, append(done, ev))
 		if !ok {
 			continue
 		}
@@ -142,24 +142,20 @@ func (s *state) evictionFor(ji int, done []eviction) (eviction, bool) {
 // evicted places again with the evictions applied: each evicted job is
 // packed anew with no preference for its old node, and each gathered job
 // prefers its chosen node.
-func evicted(in Input, evs []eviction) (*state, bool) {
-	t, err := newState(in)
-	if err != nil {
-		return nil, false
-	}
-	t.keepUnchanged()
+func evicted(base *state, evs []eviction) (*state, bool) {
+	t := base.fork()
 	for _, ev := range evs {
 		for _, e := range ev.evicted {
-			o := t.jobs[e]
-			if !o.kept {
+			if !t.jobs[e].kept {
 				return nil, false
 			}
+			o := t.own(e)
 			t.release(o)
 			o.survivors, o.compacted = nil, true
 		}
 	}
 	for _, ev := range evs {
-		j := t.jobs[ev.job]
+		j := t.own(ev.job)
 		if j.kept {
 			t.release(j)
 		}

@@ -94,6 +94,10 @@ func Place(in Input) (Output, error) {
 		return Output{}, fmt.Errorf("place: %w", err)
 	}
 	s.keepUnchanged()
+	// compact places again from this point with some jobs evicted: it
+	// forks it rather than rebuilding it from the input.
+	base := s
+	s = base.fork()
 	rows, err := s.pack(false)
 	if _, ok := errors.AsType[*NoFitError](err); ok {
 		// Workers of several GPUs can find the free GPUs scattered by the
@@ -110,7 +114,7 @@ func Place(in Input) (Output, error) {
 		return Output{}, fmt.Errorf("place: %w", err)
 	}
 	if !s.repacked {
-		s = s.compact(in)
+		s = s.compact(base, in.Throughput)
 	}
 	if in.Throughput != nil {
 		s.reshape(in.Throughput)
@@ -277,6 +281,30 @@ func (s *state) keepUnchanged() {
 		j.kept = true
 		j.final = j.survivors
 	}
+}
+
+// fork returns a copy of a state that keepUnchanged has run on, for
+// placing it again. The copy shares the node lists and the kept jobs, which
+// the steps that follow (pack, layOut) only read, and owns copies of the
+// other jobs, which layOut fills in. A step that changes a kept job must
+// own it first (see own).
+func (s *state) fork() *state {
+	t := *s
+	t.free = slices.Clone(s.free)
+	t.jobs = slices.Clone(s.jobs)
+	for i, j := range t.jobs {
+		if !j.kept {
+			t.own(i)
+		}
+	}
+	return &t
+}
+
+// own replaces job i with a copy the state may change.
+func (s *state) own(i int) *job {
+	c := *s.jobs[i]
+	s.jobs[i] = &c
+	return &c
 }
 
 // unkeep undoes keepUnchanged, so the next pack places every job.

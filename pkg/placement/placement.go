@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 
@@ -186,13 +185,19 @@ func newState(in Input) (*state, error) {
 	}
 	s.free = slices.Clone(s.caps)
 	total := 0
-	for _, id := range slices.Sorted(maps.Keys(in.Allocation)) {
+	// Jobs allocated 0 are most of a large waiting queue: leave them out
+	// before sorting.
+	ids := make([]api.JobID, 0, len(in.Allocation))
+	for id, w := range in.Allocation {
+		if w != 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
 		w := in.Allocation[id]
 		if w < 0 {
 			return nil, fmt.Errorf("%w: job %s is allocated %d workers", ErrInvalidInput, id, w)
-		}
-		if w == 0 {
-			continue
 		}
 		k := max(in.GPUsPerWorker[id], 1)
 		if k > api.MaxGPUsPerWorker {

@@ -102,9 +102,9 @@ type Engine struct {
 	scheduled    bool      // a rescheduling has happened
 	lastSchedule time.Time
 
-	// assumed holds, per job, its record before the last plan changed it,
+	// assumed holds, per job, what the last plan changed of its record,
 	// so a failed action can be undone.
-	assumed map[api.JobID]Job
+	assumed map[api.JobID]undo
 
 	stopwatch func() time.Time
 	lastRound RoundTimes
@@ -166,7 +166,7 @@ func New(cfg Config) (*Engine, error) {
 		jobs:      map[api.JobID]*Job{},
 		nodes:     map[api.NodeName]int{},
 		now:       cfg.Clock.Now(),
-		assumed:   map[api.JobID]Job{},
+		assumed:   map[api.JobID]undo{},
 	}, nil
 }
 
@@ -674,9 +674,7 @@ func (e *Engine) forget(ev ActionFailed) {
 	if !ok || !had || !j.active() {
 		return
 	}
-	j.Phase, j.Workers, j.Nodes = prev.Phase, prev.Workers, prev.Nodes
-	j.FirstStarted, j.LastStarted = prev.FirstStarted, prev.LastStarted
-	j.Rescales, j.Restarts, j.Preemptions = prev.Rescales, prev.Restarts, prev.Preemptions
+	prev.restore(j)
 	msg := fmt.Sprintf("%s failed", strings.ToLower(string(ev.Action.Kind)))
 	if ev.Err != nil {
 		msg += ": " + ev.Err.Error()

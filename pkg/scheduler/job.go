@@ -130,3 +130,27 @@ func (j *Job) clone() Job {
 	}
 	return c
 }
+
+// undo is what an action the engine assumed changes of a job's record: what
+// forget puts back when the action fails.
+type undo struct {
+	phase                           api.Phase
+	workers                         int
+	nodes                           []api.NodeName
+	firstStarted, lastStarted       time.Time
+	rescales, restarts, preemptions int
+}
+
+// undoOf saves what an action may change of j. Actions replace j.Nodes
+// rather than change its elements, so the slice is shared, not copied.
+func undoOf(j *Job) undo {
+	return undo{phase: j.Phase, workers: j.Workers, nodes: j.Nodes, firstStarted: j.FirstStarted, lastStarted: j.LastStarted,
+		rescales: j.Rescales, restarts: j.Restarts, preemptions: j.Preemptions}
+}
+
+// restore puts back what undoOf saved.
+func (u undo) restore(j *Job) {
+	j.Phase, j.Workers, j.Nodes = u.phase, u.workers, u.nodes
+	j.FirstStarted, j.LastStarted = u.firstStarted, u.lastStarted
+	j.Rescales, j.Restarts, j.Preemptions = u.rescales, u.restarts, u.preemptions
+}

@@ -42,7 +42,7 @@ func (e *Engine) plan() (api.Plan, error) {
 	if err != nil {
 		return api.Plan{}, fmt.Errorf("policy %s: %w", e.policy.Name(), err)
 	}
-	changed := e.needPlacement
+	changed, running := e.needPlacement, 0
 	for _, j := range e.active {
 		// Formatted only when read (see Job.clone): most rounds change
 		// few jobs, and formatting every reason dominated large rounds.
@@ -51,18 +51,18 @@ func (e *Engine) plan() (api.Plan, error) {
 			j.setReason(res.Reasons[j.ID])
 		}
 		changed = changed || res.Allocation[j.ID] != j.Workers
+		if j.Workers > 0 {
+			running++
+		}
 	}
 	if !changed {
 		// Nothing to place: placement never moves a job whose size and
 		// nodes did not change.
 		return api.Plan{Allocation: res.Allocation, Placement: e.currentPlacement()}, nil
 	}
-	in := placement.Input{Nodes: e.nodeList(), Allocation: api.Allocation{}, Current: api.Placement{}, Throughput: e.rate}
-	for id, n := range res.Allocation {
-		if n > 0 {
-			in.Allocation[id] = n
-		}
-	}
+	// Placement leaves the jobs allocated 0 out; it and the trimming below
+	// share the policy's map.
+	in := placement.Input{Nodes: e.nodeList(), Allocation: res.Allocation, Current: make(api.Placement, running), Throughput: e.rate}
 	for _, j := range e.active {
 		if j.Workers > 0 {
 			in.Current[j.ID] = j.Nodes
@@ -80,7 +80,7 @@ func (e *Engine) plan() (api.Plan, error) {
 	if err != nil {
 		return api.Plan{}, fmt.Errorf("placement: %w", err)
 	}
-	return api.Plan{Allocation: in.Allocation, Placement: out.Placement, Actions: e.diff(res, out)}, nil
+	return api.Plan{Allocation: res.Allocation, Placement: out.Placement, Actions: e.diff(res, out)}, nil
 }
 
 // place runs the placement. The policies hand out only workers that fit
@@ -91,7 +91,8 @@ func (e *Engine) plan() (api.Plan, error) {
 // one worker (or, at its minimum, all of them, and waits) and placement runs
 // again, until everything fits: the earliest jobs keep what the policy gave
 // them. Each retry frees at least one worker, so this ends. res is trimmed
-// to match, with the trimmed job's reason saying why.
+// to match (the input shares its allocation), with the trimmed job's reason
+// saying why.
 func (e *Engine) place(in placement.Input, res algorithm.Result) (placement.Output, error) {
 	for {
 		out, err := placement.Place(in)
@@ -112,11 +113,8 @@ func (e *Engine) place(in placement.Input, res algorithm.Result) (placement.Outp
 		n := in.Allocation[id] - 1
 		if n < victim.Spec.MinWorkers {
 			n = 0
-			delete(in.Allocation, id)
-		} else {
-			in.Allocation[id] = n
 		}
-		res.Allocation[id] = n
+		in.Allocation[id] = n
 		free := e.GPUs()
 		for id, w := range in.Allocation {
 			free -= w * max(in.GPUsPerWorker[id], 1)
@@ -212,11 +210,15 @@ func (e *Engine) migrationReason(moves []api.WorkerMove) string {
 // succeeded, remembering each changed job's previous record so a failed
 // action can be undone.
 func (e *Engine) assume(plan api.Plan) {
+	if len(e.assumed) > 1024 {
+		// A map keeps its room when cleared: let a large round's go.
+		e.assumed = make(map[api.JobID]undo, len(plan.Actions))
+	}
 	clear(e.assumed)
 	for _, a := range plan.Actions {
 		j := e.jobs[a.Job]
 		if _, saved := e.assumed[a.Job]; !saved {
-			e.assumed[a.Job] = j.clone()
+			e.assumed[a.Job] = undoOf(j)
 		}
 		switch a.Kind {
 		case api.ActionHalt:

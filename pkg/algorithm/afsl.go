@@ -82,7 +82,7 @@ func beats(x, y *afsState) bool {
 // tournament's winner, or takes the winner out of the tournament when that
 // does not fit in c; capacity only shrinks, so it never fits later. It
 // returns false when no job is left to take one.
-func (t *tournament) grant(c *capacity, r *Result) bool {
+func (t *tournament) grant(c *capacity, d *Decision) bool {
 	w := t.winner()
 	if w < 0 {
 		return false
@@ -101,7 +101,7 @@ func (t *tournament) grant(c *capacity, r *Result) bool {
 		c.take(j.k(), j.Min)
 	default:
 		a.active = false
-		r.Reasons[j.ID] = noRoom(j, j.Min, c)
+		d.Reasons[t.idx[w]] = noRoom(j, j.Min, c)
 	}
 	if a.active && (a.n >= j.Max || !(j.S(a.n+1) > j.S(a.n))) {
 		a.active = false
@@ -112,24 +112,22 @@ func (t *tournament) grant(c *capacity, r *Result) bool {
 }
 
 // Allocate implements Policy.
-func (AFSL) Allocate(s Snapshot) (Result, error) {
-	if err := s.validateJobs(); err != nil {
-		return Result{}, err
-	}
-	t := newTournament(&s)
-	r := newResult(len(s.Jobs))
-	c := newCapacity(&s)
-	for c.free > 0 && t.grant(&c, &r) {
+func (p AFSL) Allocate(s Snapshot) (Result, error) { return allocate(p, s) }
+
+func (AFSL) decide(s *Snapshot, d *Decision) error {
+	t := newTournament(s)
+	c := newCapacity(s)
+	for c.free > 0 && t.grant(&c, d) {
 	}
 	for p := range t.st {
-		a := &t.st[p]
-		r.Allocation[a.job.ID] = a.n
+		a, i := &t.st[p], t.idx[p]
+		d.Workers[i] = a.n
 		switch {
 		case a.n > 0:
-			r.Reasons[a.job.ID] = allocated(a.job, a.n)
+			d.Reasons[i] = allocated(a.job, a.n)
 		case a.active:
-			r.Reasons[a.job.ID] = noRoom(a.job, a.job.Min, &c)
+			d.Reasons[i] = noRoom(a.job, a.job.Min, &c)
 		}
 	}
-	return checked(&s, r)
+	return nil
 }

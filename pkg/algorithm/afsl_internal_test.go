@@ -141,7 +141,8 @@ func TestAFSLBlockSummariesCoverTheirJobs(t *testing.T) {
 			s = randomAFSLJobs(r, 4096+r.IntN(5000), 500+r.IntN(1500), true)
 		}
 		tr := newTournament(&s)
-		res := newResult(len(s.Jobs))
+		var res Decision
+		res.reset(len(s.Jobs))
 		c := newCapacity(&s)
 		for grant := 0; c.free > 0 && tr.grant(&c, &res); grant++ {
 			// The winner coming into each block, as a full replay has it

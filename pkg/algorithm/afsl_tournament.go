@@ -32,6 +32,7 @@ import (
 // however many jobs wait, and usually far less; an update O(blockJobs +
 // blocks/64 + log N).
 type tournament struct {
+	idx     []int // idx[p]: the snapshot index of the job at position p
 	st      []afsState
 	running []uint64 // running[b]: bit i marks the active running job at position b·blockJobs+i
 	busy    []uint64 // bit b: block b has an active running job
@@ -80,7 +81,7 @@ func newTournament(s *Snapshot) *tournament {
 	idx := orderByKeys(s.Jobs, noKey)
 	n := len(idx)
 	nb := (n + blockJobs - 1) / blockJobs
-	t := &tournament{st: make([]afsState, n), running: make([]uint64, nb), busy: make([]uint64, (nb+63)/64),
+	t := &tournament{idx: idx, st: make([]afsState, n), running: make([]uint64, nb), busy: make([]uint64, (nb+63)/64),
 		keys: make([]afsKey, n), gapMin: make([]int32, n), blocks: make([]block, nb)}
 	for p, i := range idx {
 		j := &s.Jobs[i]

@@ -35,12 +35,10 @@ var _ Policy = FfDLOptimizer{}
 func (FfDLOptimizer) Name() string { return NameFfDLOptimizer }
 
 // Allocate implements Policy.
-func (FfDLOptimizer) Allocate(s Snapshot) (Result, error) {
-	if err := s.validateJobs(); err != nil {
-		return Result{}, err
-	}
-	r := newResult(len(s.Jobs))
-	c := newCapacity(&s)
+func (p FfDLOptimizer) Allocate(s Snapshot) (Result, error) { return allocate(p, s) }
+
+func (FfDLOptimizer) decide(s *Snapshot, d *Decision) error {
+	c := newCapacity(s)
 	var admitted []int
 	for _, i := range orderByKeys(s.Jobs, noKey) {
 		j := &s.Jobs[i]
@@ -49,8 +47,7 @@ func (FfDLOptimizer) Allocate(s Snapshot) (Result, error) {
 			admitted = append(admitted, i)
 			continue
 		}
-		r.Allocation[j.ID] = 0
-		r.Reasons[j.ID] = noRoom(j, j.Min, &c)
+		d.set(i, 0, noRoom(j, j.Min, &c))
 	}
 	extra := maxTotalSpeedup(s.Jobs, admitted, c.free, true)
 	if c.byFree != nil {
@@ -59,10 +56,9 @@ func (FfDLOptimizer) Allocate(s Snapshot) (Result, error) {
 	for k, i := range admitted {
 		j := &s.Jobs[i]
 		n := j.Min + extra[k]
-		r.Allocation[j.ID] = n
-		r.Reasons[j.ID] = allocated(j, n)
+		d.set(i, n, allocated(j, n))
 	}
-	return checked(&s, r)
+	return nil
 }
 
 // fitNodes trims the extra workers to what the nodes hold whole: the

@@ -29,30 +29,21 @@ func (FIFO) Name() string { return NameFIFO }
 func (ElasticFIFO) Name() string { return NameElasticFIFO }
 
 // Allocate implements Policy.
-func (FIFO) Allocate(s Snapshot) (Result, error) {
-	if err := s.validateJobs(); err != nil {
-		return Result{}, err
-	}
-	return checked(&s, rigid(&s, orderByKeys(s.Jobs, noKey)))
+func (p FIFO) Allocate(s Snapshot) (Result, error) { return allocate(p, s) }
+
+func (FIFO) decide(s *Snapshot, d *Decision) error {
+	rigid(s, orderByKeys(s.Jobs, noKey), d)
+	return nil
 }
 
 func noKey(*Job, int) (int64, time.Time) { return 0, time.Time{} }
 
 // Allocate implements Policy.
-func (ElasticFIFO) Allocate(s Snapshot) (Result, error) {
-	if err := s.validateJobs(); err != nil {
-		return Result{}, err
-	}
-	return checked(&s, elastic(&s, orderByKeys(s.Jobs, noKey)))
-}
+func (p ElasticFIFO) Allocate(s Snapshot) (Result, error) { return allocate(p, s) }
 
-// checked validates a policy's own result, so a bug surfaces as an error the
-// engine can survive rather than as a bad plan.
-func checked(s *Snapshot, r Result) (Result, error) {
-	if err := ValidateResult(s, r); err != nil {
-		return Result{}, err
-	}
-	return r, nil
+func (ElasticFIFO) decide(s *Snapshot, d *Decision) error {
+	elastic(s, orderByKeys(s.Jobs, noKey), d)
+	return nil
 }
 
 // order returns the indices of jobs sorted by the given comparison, ties
@@ -191,22 +182,18 @@ func byArrival(a, b *Job) int {
 }
 
 // rigid gives each job, in order, its requested size if it still fits.
-func rigid(s *Snapshot, idx []int) Result {
-	r := newResult(len(s.Jobs))
+func rigid(s *Snapshot, idx []int, d *Decision) {
 	c := newCapacity(s)
 	for _, i := range idx {
 		j := &s.Jobs[i]
 		need := j.RequestedWorkers()
 		if c.fits(j.k(), need) {
 			c.take(j.k(), need)
-			r.Allocation[j.ID] = need
-			r.Reasons[j.ID] = allocated(j, need)
+			d.set(i, need, allocated(j, need))
 			continue
 		}
-		r.Allocation[j.ID] = 0
-		r.Reasons[j.ID] = noRoom(j, need, &c)
+		d.set(i, 0, noRoom(j, need, &c))
 	}
-	return r
 }
 
 // elastic gives each job, in order, its minimum if it fits, then hands out
@@ -215,22 +202,20 @@ func rigid(s *Snapshot, idx []int) Result {
 // worker still fits. Jobs that could not get their minimum never receive
 // single workers (the original did, producing allocations below the
 // minimum).
-func elastic(s *Snapshot, idx []int) Result {
-	r := newResult(len(s.Jobs))
+func elastic(s *Snapshot, idx []int, d *Decision) {
 	c := newCapacity(s)
 	grow := make([]int, 0, len(idx))
 	for _, i := range idx {
 		j := &s.Jobs[i]
 		if c.fits(j.k(), j.Min) {
 			c.take(j.k(), j.Min)
-			r.Allocation[j.ID] = j.Min
+			d.Workers[i] = j.Min
 			if j.Min < j.Max {
 				grow = append(grow, i)
 			}
 			continue
 		}
-		r.Allocation[j.ID] = 0
-		r.Reasons[j.ID] = noRoom(j, j.Min, &c)
+		d.set(i, 0, noRoom(j, j.Min, &c))
 	}
 	for c.free > 0 && len(grow) > 0 {
 		next := grow[:0]
@@ -240,19 +225,16 @@ func elastic(s *Snapshot, idx []int) Result {
 				continue // capacity only shrinks: it never fits again
 			}
 			c.take(j.k(), 1)
-			n := r.Allocation[j.ID] + 1
-			r.Allocation[j.ID] = n
-			if n < j.Max {
+			d.Workers[i]++
+			if d.Workers[i] < j.Max {
 				next = append(next, i)
 			}
 		}
 		grow = next
 	}
 	for _, i := range idx {
-		j := &s.Jobs[i]
-		if n := r.Allocation[j.ID]; n > 0 {
-			r.Reasons[j.ID] = allocated(j, n)
+		if n := d.Workers[i]; n > 0 {
+			d.Reasons[i] = allocated(&s.Jobs[i], n)
 		}
 	}
-	return r
 }

@@ -140,17 +140,14 @@ type hsState struct {
 }
 
 // Allocate implements Policy.
-func (p HeSRPT) Allocate(s Snapshot) (Result, error) {
-	return p.allocate(s, true)
-}
+func (p HeSRPT) Allocate(s Snapshot) (Result, error) { return allocate(p, s) }
 
-// allocate is Allocate, with the greedy's first phase on or off (see fill).
-func (p HeSRPT) allocate(s Snapshot, leading bool) (Result, error) {
-	if err := s.validateJobs(); err != nil {
-		return Result{}, err
-	}
+func (p HeSRPT) decide(s *Snapshot, d *Decision) error { return p.decideBy(s, d, true) }
+
+// decideBy is decide, with the greedy's first phase on or off (see fill).
+func (p HeSRPT) decideBy(s *Snapshot, d *Decision, leading bool) error {
 	cfg := p.Config.sane()
-	hs := newHSState(&s, cfg)
+	hs := newHSState(s, cfg)
 	st := hs.st
 	// Jobs that keep their size take it first, by ID.
 	var floors []int
@@ -165,7 +162,7 @@ func (p HeSRPT) allocate(s Snapshot, leading bool) (Result, error) {
 	segs := make([]hsSeg, 0, len(hs.hulls)) // at most one segment a vertex
 	pass := func(forced []forcedSize) capacity {
 		for round := 0; ; round++ {
-			c = newCapacity(&s)
+			c = newCapacity(s)
 			for i := range st {
 				st[i].n, st[i].next, st[i].last = 0, 1, math.Inf(1)
 			}
@@ -192,14 +189,12 @@ func (p HeSRPT) allocate(s Snapshot, leading bool) (Result, error) {
 		}
 		return c
 	}
-	c = hs.unblock(&s, cfg, pass(nil), pass)
-	r := newResult(len(s.Jobs))
+	c = hs.unblock(s, cfg, pass(nil), pass)
 	for i := range st {
 		a := &st[i]
-		r.Allocation[a.j.ID] = a.n
-		r.Reasons[a.j.ID] = a.reason(&c, cfg.finishing(a.j))
+		d.set(i, a.n, a.reason(&c, cfg.finishing(a.j)))
 	}
-	return checked(&s, r)
+	return nil
 }
 
 // newHSState weighs the snapshot's jobs and builds their hulls.

@@ -12,6 +12,9 @@ type Policy interface {
 	// Allocate decides from a snapshot. It never panics on bad input: an
 	// invalid snapshot is an error.
 	Allocate(s Snapshot) (Result, error)
+	// decide fills d, sized for s and zero, from a valid snapshot (see
+	// Decide).
+	decide(s *Snapshot, d *Decision) error
 }
 
 // Config carries the tunable parameters of the policies that have any.

@@ -25,19 +25,19 @@ func (SRJF) Name() string { return NameSRJF }
 func (ElasticSRJF) Name() string { return NameElasticSRJF }
 
 // Allocate implements Policy.
-func (SRJF) Allocate(s Snapshot) (Result, error) {
-	if err := s.validateJobs(); err != nil {
-		return Result{}, err
-	}
-	return checked(&s, rigid(&s, order(s.Jobs, byRemaining(s.Jobs))))
+func (p SRJF) Allocate(s Snapshot) (Result, error) { return allocate(p, s) }
+
+func (SRJF) decide(s *Snapshot, d *Decision) error {
+	rigid(s, order(s.Jobs, byRemaining(s.Jobs)), d)
+	return nil
 }
 
 // Allocate implements Policy.
-func (ElasticSRJF) Allocate(s Snapshot) (Result, error) {
-	if err := s.validateJobs(); err != nil {
-		return Result{}, err
-	}
-	return checked(&s, elastic(&s, order(s.Jobs, byRemaining(s.Jobs))))
+func (p ElasticSRJF) Allocate(s Snapshot) (Result, error) { return allocate(p, s) }
+
+func (ElasticSRJF) decide(s *Snapshot, d *Decision) error {
+	elastic(s, order(s.Jobs, byRemaining(s.Jobs)), d)
+	return nil
 }
 
 func byRemaining(jobs []Job) func(x, y int) int {

@@ -167,15 +167,15 @@ func (Tiresias) Name() string { return NameTiresias }
 func (ElasticTiresias) Name() string { return NameElasticTiresias }
 
 // Allocate implements Policy.
-func (t Tiresias) Allocate(s Snapshot) (Result, error) {
-	if err := s.validateJobs(); err != nil {
-		return Result{}, err
-	}
+func (t Tiresias) Allocate(s Snapshot) (Result, error) { return allocate(t, s) }
+
+func (t Tiresias) decide(s *Snapshot, d *Decision) error {
 	if err := t.Config.Validate(); err != nil {
-		return Result{}, err
+		return err
 	}
-	idx, _ := tiresiasOrder(&s, t.Config)
-	return checked(&s, rigid(&s, idx))
+	idx, _ := tiresiasOrder(s, t.Config)
+	rigid(s, idx, d)
+	return nil
 }
 
 // tiresiasOrder sorts jobs by queue, then first start (never-started last),
@@ -198,17 +198,15 @@ func tiresiasOrder(s *Snapshot, c TiresiasConfig) ([]int, []int) {
 }
 
 // Allocate implements Policy.
-func (t ElasticTiresias) Allocate(s Snapshot) (Result, error) {
-	if err := s.validateJobs(); err != nil {
-		return Result{}, err
-	}
+func (t ElasticTiresias) Allocate(s Snapshot) (Result, error) { return allocate(t, s) }
+
+func (t ElasticTiresias) decide(s *Snapshot, d *Decision) error {
 	if err := t.Config.Validate(); err != nil {
-		return Result{}, err
+		return err
 	}
-	idx, queues := tiresiasOrder(&s, t.Config)
-	r := newResult(len(s.Jobs))
-	alloc := make([]int, len(s.Jobs))
-	c := newCapacity(&s)
+	idx, queues := tiresiasOrder(s, t.Config)
+	alloc := d.Workers
+	c := newCapacity(s)
 
 	// Base allocation: requested size in Tiresias order.
 	waiting := 0
@@ -231,7 +229,7 @@ func (t ElasticTiresias) Allocate(s Snapshot) (Result, error) {
 				compacted[i] = true
 			}
 		}
-		c = t.compact(&s, idx, alloc, compacted)
+		c = t.compact(s, idx, alloc, compacted)
 	}
 
 	// Greedy expansion by marginal speedup per GPU.
@@ -276,17 +274,16 @@ func (t ElasticTiresias) Allocate(s Snapshot) (Result, error) {
 	}
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
-		r.Allocation[j.ID] = alloc[i]
 		switch {
 		case alloc[i] == 0:
-			r.Reasons[j.ID] = noRoom(j, j.Min, &c)
+			d.Reasons[i] = noRoom(j, j.Min, &c)
 		case compacted[i] && alloc[i] == j.Min:
-			r.Reasons[j.ID] = Reason{Code: Compacted, Workers: alloc[i], PerWorker: j.GPUsPerWorker, Waiting: waitingAfter}
+			d.Reasons[i] = Reason{Code: Compacted, Workers: alloc[i], PerWorker: j.GPUsPerWorker, Waiting: waitingAfter}
 		default:
-			r.Reasons[j.ID] = allocated(j, alloc[i])
+			d.Reasons[i] = allocated(j, alloc[i])
 		}
 	}
-	return checked(&s, r)
+	return nil
 }
 
 // compact shrinks the marked jobs to their minimum and returns the capacity

@@ -224,10 +224,11 @@ func (a Action) String() string {
 	return b.String()
 }
 
-// Plan is the outcome of one scheduling round: how many workers every job
-// gets, where they go, and the actions that get there from the current state.
+// Plan is the outcome of one scheduling round: the actions that get from
+// the current state to what the round decided. The decided sizes and nodes
+// are the jobs' once the actions are applied.
 type Plan struct {
-	Allocation Allocation `json:"allocation"`
-	Placement  Placement  `json:"placement"`
-	Actions    []Action   `json:"actions"`
+	// Rescheduled says the round ran; a plan without it had nothing due.
+	Rescheduled bool     `json:"rescheduled"`
+	Actions     []Action `json:"actions"`
 }

@@ -36,7 +36,8 @@ type Input struct {
 // Output is one placement and how it differs from the current one.
 type Output struct {
 	// Placement holds, for every job with a positive allocation, exactly
-	// that many node names, by worker index.
+	// that many node names, by worker index. A job that stays where it runs
+	// gets its Current slice itself, not a copy.
 	Placement api.Placement
 	// Moves lists, per job, the workers that existed before and survive the
 	// resize (index < min(old, new)) but change node, sorted by index.
@@ -88,9 +89,69 @@ const MaxWorkers = 1 << 24
 //
 // The same input gives the same output, whatever the order of Input.Nodes.
 func Place(in Input) (Output, error) {
-	s, err := newState(in)
+	jobs := make([]Job, 0, len(in.Allocation))
+	for id, w := range in.Allocation {
+		if w != 0 {
+			jobs = append(jobs, Job{ID: id, Workers: w, GPUsPerWorker: in.GPUsPerWorker[id], Current: in.Current[id]})
+		}
+	}
+	slices.SortFunc(jobs, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
+	placed := make([]Placed, len(jobs))
+	if err := PlaceJobs(in.Nodes, jobs, in.Throughput, placed); err != nil {
+		return Output{}, err
+	}
+	out := Output{
+		Placement:  make(api.Placement, len(jobs)),
+		Moves:      make(map[api.JobID][]api.WorkerMove),
+		RestartAll: make(map[api.JobID]bool),
+	}
+	for i, j := range jobs {
+		p := placed[i]
+		out.Placement[j.ID] = p.Nodes
+		if len(p.Moves) > 0 {
+			out.Moves[j.ID] = p.Moves
+		}
+		if p.RestartAll {
+			out.RestartAll[j.ID] = true
+		}
+	}
+	return out, nil
+}
+
+// Job is one job for PlaceJobs: Input's entries for it.
+type Job struct {
+	ID api.JobID
+	// Workers is its allocation; a job of 0 is not placed.
+	Workers int
+	// GPUsPerWorker is the GPUs each worker holds, all on one node; 0
+	// means 1.
+	GPUsPerWorker int
+	// Current is where each worker runs now, by worker index.
+	Current []api.NodeName
+}
+
+// Placed is where PlaceJobs puts one job: Output's entries for it.
+type Placed struct {
+	// Nodes holds a node per worker index. When the job stays where it
+	// runs it is the job's Current slice itself, not a copy.
+	Nodes []api.NodeName
+	// Moves are the surviving workers that change node, by index.
+	Moves []api.WorkerMove
+	// RestartAll says every surviving worker moves.
+	RestartAll bool
+}
+
+// PlaceJobs is Place for callers that hold many jobs, without the maps
+// keyed by job ID: jobs come sorted by ID, each once, and placed[i] receives
+// where jobs[i] goes (placed must be as long as jobs). It decides exactly
+// as Place does.
+func PlaceJobs(nodes []api.Node, jobs []Job, rate func(job api.JobID, gpusPerNode []int) float64, placed []Placed) error {
+	if len(placed) != len(jobs) {
+		return fmt.Errorf("place: %w: %d jobs but room for %d placements", ErrInvalidInput, len(jobs), len(placed))
+	}
+	s, err := newState(nodes, jobs)
 	if err != nil {
-		return Output{}, fmt.Errorf("place: %w", err)
+		return fmt.Errorf("place: %w", err)
 	}
 	s.keepUnchanged()
 	// compact places again from this point with some jobs evicted: it
@@ -107,18 +168,19 @@ func Place(in Input) (Output, error) {
 		rows, err = s.pack(true)
 	}
 	if err != nil {
-		return Output{}, fmt.Errorf("place: %w", err)
+		return fmt.Errorf("place: %w", err)
 	}
 	if err := s.layOut(rows); err != nil {
-		return Output{}, fmt.Errorf("place: %w", err)
+		return fmt.Errorf("place: %w", err)
 	}
 	if !s.repacked {
-		s = s.compact(base, in.Throughput)
+		s = s.compact(base, rate)
 	}
-	if in.Throughput != nil {
-		s.reshape(in.Throughput)
+	if rate != nil {
+		s.reshape(rate)
 	}
-	return s.output(), nil
+	s.output(placed)
+	return nil
 }
 
 // state is one placement in progress. Nodes are referred to by their index
@@ -139,6 +201,7 @@ type state struct {
 // job is one job with a positive allocation.
 type job struct {
 	id   api.JobID
+	slot int // index in PlaceJobs' jobs
 	want int
 	k    int // GPUs per worker
 	// old is Current[id] as given; at is the node index of each old worker,
@@ -160,10 +223,14 @@ type job struct {
 // nodeCount is a number of workers on one node, by index in name order.
 type nodeCount struct{ node, n int }
 
-func newState(in Input) (*state, error) {
-	nodes := slices.Clone(in.Nodes)
-	slices.SortFunc(nodes, func(a, b api.Node) int { return cmp.Compare(a.Name, b.Name) })
-	s := &state{}
+func newState(in []api.Node, jobs []Job) (*state, error) {
+	nodes := in
+	byName := func(a, b api.Node) int { return cmp.Compare(a.Name, b.Name) }
+	if !slices.IsSortedFunc(nodes, byName) {
+		nodes = slices.Clone(in)
+		slices.SortFunc(nodes, byName)
+	}
+	s := &state{names: make([]api.NodeName, 0, len(nodes)), caps: make([]int, 0, len(nodes))}
 	index := make(map[api.NodeName]int, len(nodes))
 	capacity := 0
 	for i, n := range nodes {
@@ -184,54 +251,57 @@ func newState(in Input) (*state, error) {
 		s.caps = append(s.caps, n.GPUs)
 	}
 	s.free = slices.Clone(s.caps)
-	total := 0
-	// Jobs allocated 0 are most of a large waiting queue: leave them out
-	// before sorting.
-	ids := make([]api.JobID, 0, len(in.Allocation))
-	for id, w := range in.Allocation {
-		if w != 0 {
-			ids = append(ids, id)
+	total, old := 0, 0
+	for i := range jobs {
+		j := &jobs[i]
+		if i > 0 && jobs[i-1].ID >= j.ID {
+			return nil, fmt.Errorf("%w: job %s is listed out of order or twice", ErrInvalidInput, j.ID)
 		}
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		w := in.Allocation[id]
-		if w < 0 {
-			return nil, fmt.Errorf("%w: job %s is allocated %d workers", ErrInvalidInput, id, w)
+		if j.Workers < 0 {
+			return nil, fmt.Errorf("%w: job %s is allocated %d workers", ErrInvalidInput, j.ID, j.Workers)
 		}
-		k := max(in.GPUsPerWorker[id], 1)
+		k := max(j.GPUsPerWorker, 1)
 		if k > api.MaxGPUsPerWorker {
-			return nil, fmt.Errorf("%w: job %s has %d GPUs per worker, more than %d", ErrInvalidInput, id, k, api.MaxGPUsPerWorker)
+			return nil, fmt.Errorf("%w: job %s has %d GPUs per worker, more than %d", ErrInvalidInput, j.ID, k, api.MaxGPUsPerWorker)
 		}
-		if w > (MaxWorkers-total)/k {
+		if j.Workers > (MaxWorkers-total)/k {
 			return nil, fmt.Errorf("%w: more than %d GPUs in all", ErrOverCapacity, MaxWorkers)
 		}
-		total += w * k
-		j := newJob(id, w, in.Current[id], index)
-		j.k = k
-		s.jobs = append(s.jobs, j)
+		total += j.Workers * k
+		old += len(j.Current)
 	}
 	if total > capacity {
 		return nil, fmt.Errorf("%w: workers of %d GPUs for %d GPUs", ErrOverCapacity, total, capacity)
 	}
-	return s, nil
-}
-
-func newJob(id api.JobID, want int, old []api.NodeName, index map[api.NodeName]int) *job {
-	j := &job{id: id, want: want, old: old, at: make([]int, len(old))}
+	// One array each for the jobs and their old workers' nodes: at 100 000
+	// jobs, one allocation per job cost more than the placing.
+	store := make([]job, len(jobs))
+	at := make([]int, old)
+	s.jobs = make([]*job, 0, len(jobs))
 	var live []int
-	for i, name := range old {
-		n, ok := index[name]
-		if !ok {
-			n = -1
+	for i := range jobs {
+		in := &jobs[i]
+		if in.Workers == 0 {
+			continue
 		}
-		j.at[i] = n
-		if n >= 0 && i < want {
-			live = append(live, n)
+		j := &store[i]
+		*j = job{id: in.ID, want: in.Workers, k: max(in.GPUsPerWorker, 1), old: in.Current, at: at[:len(in.Current):len(in.Current)], slot: i}
+		at = at[len(in.Current):]
+		live = live[:0]
+		for w, name := range in.Current {
+			n, ok := index[name]
+			if !ok {
+				n = -1
+			}
+			j.at[w] = n
+			if n >= 0 && w < j.want {
+				live = append(live, n)
+			}
 		}
+		j.survivors = countNodes(live)
+		s.jobs = append(s.jobs, j)
 	}
-	j.survivors = countNodes(live)
-	return j
+	return s, nil
 }
 
 // countNodes turns a list of node indices into sorted per-node counts.
@@ -320,47 +390,47 @@ func (s *state) unkeep() {
 	}
 }
 
-// output binds worker indices to nodes and lists the moves.
-func (s *state) output() Output {
-	out := Output{
-		Placement:  make(api.Placement, len(s.jobs)),
-		Moves:      make(map[api.JobID][]api.WorkerMove),
-		RestartAll: make(map[api.JobID]bool),
-	}
+// output binds worker indices to nodes and lists the moves, into placed
+// by the jobs' slots.
+func (s *state) output(placed []Placed) {
 	room := make([]int, len(s.names))
+	var nodes []int
 	for _, j := range s.jobs {
-		nodes := bindIndices(j, room)
-		names := make([]api.NodeName, len(nodes))
-		for i, n := range nodes {
-			names[i] = s.names[n]
+		nodes = bindIndices(j, room, nodes)
+		p := Placed{Nodes: j.old}
+		if !sameNodes(nodes, j.at) {
+			p.Nodes = make([]api.NodeName, len(nodes))
+			for i, n := range nodes {
+				p.Nodes[i] = s.names[n]
+			}
 		}
-		out.Placement[j.id] = names
 		surviving := min(len(j.old), j.want)
-		var moves []api.WorkerMove
 		for i := range surviving {
-			if j.old[i] != names[i] {
-				moves = append(moves, api.WorkerMove{Index: i, From: j.old[i], To: names[i]})
+			if j.old[i] != p.Nodes[i] {
+				p.Moves = append(p.Moves, api.WorkerMove{Index: i, From: j.old[i], To: p.Nodes[i]})
 			}
 		}
-		if len(moves) > 0 {
-			out.Moves[j.id] = moves
-			if len(moves) == surviving {
-				out.RestartAll[j.id] = true
-			}
-		}
+		p.RestartAll = len(p.Moves) > 0 && len(p.Moves) == surviving
+		placed[j.slot] = p
 	}
-	return out
+}
+
+// sameNodes reports whether a job's new nodes are its old ones, all of
+// which exist, worker for worker.
+func sameNodes(nodes, at []int) bool {
+	return len(nodes) == len(at) && slices.Equal(nodes, at)
 }
 
 // bindIndices turns the job's per-node counts into a node per worker index:
 // a surviving worker stays on its node while the job still has room there
 // (lowest indices first), and the other indices fill the remaining room in
-// node name order. room is scratch space, zero on entry and on return.
-func bindIndices(j *job, room []int) []int {
+// node name order. room is scratch space, zero on entry and on return;
+// the result reuses buf's storage.
+func bindIndices(j *job, room []int, buf []int) []int {
 	for _, c := range j.final {
 		room[c.node] += c.n
 	}
-	nodes := make([]int, j.want)
+	nodes := slices.Grow(buf[:0], j.want)[:j.want]
 	for i := range nodes {
 		nodes[i] = -1
 		if i < len(j.at) {

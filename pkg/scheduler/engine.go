@@ -12,6 +12,7 @@ import (
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/placement"
 	"github.com/vodascheduler/voda/pkg/quota"
 )
 
@@ -84,9 +85,16 @@ type Engine struct {
 	// rates between events, so only events, plans and queue changes move it.
 	queueAt                 time.Time
 	queueAtOK, queueAtKnown bool
-	// snap is the policy input's buffer, reused from round to round.
-	snap  []algorithm.Job
-	nodes map[api.NodeName]int
+	// snap is the policy input's buffer, reused from round to round, and
+	// snapJobs the records of its jobs, in the same order.
+	snap     []algorithm.Job
+	snapJobs []*Job
+	// decision, toPlace and placed are the policy's output and
+	// placement's input and output, buffers reused from round to round.
+	decision algorithm.Decision
+	toPlace  []placement.Job
+	placed   []placement.Placed
+	nodes    map[api.NodeName]int
 	// sortedNodes caches Nodes(); nil when the nodes changed.
 	sortedNodes []api.Node
 	// nodeGPUs is the buffer of the policy's Snapshot.NodeGPUs.

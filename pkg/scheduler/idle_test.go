@@ -49,10 +49,10 @@ func TestNewCurveReschedulesWhileGPUsIdle(t *testing.T) {
 		}
 		return plan
 	}
-	if plan := progress(scheduler.IdleReplan/2, linear); plan.Allocation != nil || workers() != 2 {
+	if plan := progress(scheduler.IdleReplan/2, linear); plan.Rescheduled || workers() != 2 {
 		t.Fatalf("rescheduled %v after the policy ran: %+v", scheduler.IdleReplan/2, plan)
 	}
-	if plan := progress(scheduler.IdleReplan, nil); plan.Allocation != nil || workers() != 2 {
+	if plan := progress(scheduler.IdleReplan, nil); plan.Rescheduled || workers() != 2 {
 		t.Fatalf("rescheduled without a new curve: %+v", plan)
 	}
 	if progress(scheduler.IdleReplan, linear); workers() != 8 {

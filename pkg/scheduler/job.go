@@ -69,6 +69,8 @@ type Job struct {
 	// reason, when set, stands in for Message until someone reads it.
 	reason    algorithm.Reason
 	hasReason bool
+	// planned is the workers the round being planned gives the job.
+	planned int
 }
 
 // setReason records the policy's reason, formatted only when read.

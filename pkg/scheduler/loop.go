@@ -130,7 +130,7 @@ func (l *Loop) round(ctx context.Context) error {
 			}
 		}
 	}
-	if len(plan.Actions) > 0 || plan.Allocation != nil {
+	if len(plan.Actions) > 0 || plan.Rescheduled {
 		if l.AfterRound != nil {
 			l.AfterRound(l.engine, plan)
 		}

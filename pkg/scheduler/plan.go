@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
@@ -11,13 +12,16 @@ import (
 )
 
 // plan runs the policy and the placement on the current state and diffs the
-// result against it. It changes nothing but the jobs' messages.
+// result against it. It changes nothing but the jobs' messages and planned
+// sizes.
 func (e *Engine) plan() (api.Plan, error) {
 	// In submission order, from a buffer the policy does not keep.
 	snap := algorithm.Snapshot{Now: e.now, GPUs: e.GPUs(), Jobs: e.snap[:0]}
+	e.snapJobs = e.snapJobs[:0]
 	for _, j := range e.arrival {
 		if j.Unschedulable == "" {
 			snap.Jobs = append(snap.Jobs, j.view())
+			e.snapJobs = append(e.snapJobs, j)
 		}
 	}
 	// With workers of several GPUs, policies hand out only workers that
@@ -28,121 +32,107 @@ func (e *Engine) plan() (api.Plan, error) {
 	}
 	e.nodeGPUs = snap.NodeGPUs
 	e.snap = snap.Jobs
-	defer clear(e.snap) // drop the references to speedup curves until the next round
+	// Drop the references to speedup curves and jobs until the next round.
+	defer clear(e.snap)
+	defer clear(e.snapJobs)
 	e.lastRound = RoundTimes{}
+	for _, j := range e.active {
+		j.planned = 0 // the jobs the policy does not see
+	}
 	start := e.stopwatch()
-	var res algorithm.Result
 	var err error
 	if len(e.queues) > 0 {
+		var res algorithm.Result
 		res, err = e.allocateQueues(snap)
+		for _, j := range e.snapJobs {
+			j.planned = res.Allocation[j.ID]
+			j.setReason(res.Reasons[j.ID])
+		}
 	} else {
-		res, err = e.allocateUnqueued(snap)
+		err = e.allocateUnqueued(snap)
 	}
 	e.lastRound.Algorithm = e.stopwatch().Sub(start)
 	if err != nil {
 		return api.Plan{}, fmt.Errorf("policy %s: %w", e.policy.Name(), err)
 	}
-	changed, running := e.needPlacement, 0
+	changed := e.needPlacement
 	for _, j := range e.active {
-		// Formatted only when read (see Job.clone): most rounds change
-		// few jobs, and formatting every reason dominated large rounds.
-		// A held job keeps the message that says why.
-		if j.Unschedulable == "" {
-			j.setReason(res.Reasons[j.ID])
-		}
-		changed = changed || res.Allocation[j.ID] != j.Workers
-		if j.Workers > 0 {
-			running++
-		}
+		changed = changed || j.planned != j.Workers
 	}
 	if !changed {
 		// Nothing to place: placement never moves a job whose size and
 		// nodes did not change.
-		return api.Plan{Allocation: res.Allocation, Placement: e.currentPlacement()}, nil
-	}
-	// Placement leaves the jobs allocated 0 out; it and the trimming below
-	// share the policy's map.
-	in := placement.Input{Nodes: e.nodeList(), Allocation: res.Allocation, Current: make(api.Placement, running), Throughput: e.rate}
-	for _, j := range e.active {
-		if j.Workers > 0 {
-			in.Current[j.ID] = j.Nodes
-		}
-		if k := j.Spec.K(); k > 1 && res.Allocation[j.ID] > 0 {
-			if in.GPUsPerWorker == nil {
-				in.GPUsPerWorker = map[api.JobID]int{}
-			}
-			in.GPUsPerWorker[j.ID] = k
-		}
+		return api.Plan{Rescheduled: true}, nil
 	}
 	start = e.stopwatch()
-	out, err := e.place(in, res)
+	err = e.place()
 	e.lastRound.Placement = e.stopwatch().Sub(start)
 	if err != nil {
 		return api.Plan{}, fmt.Errorf("placement: %w", err)
 	}
-	return api.Plan{Allocation: res.Allocation, Placement: out.Placement, Actions: e.diff(res, out)}, nil
+	return api.Plan{Rescheduled: true, Actions: e.diff()}, nil
 }
 
-// place runs the placement. The policies hand out only workers that fit
-// whole on a node, by their own best-fit packing in their own order, but
-// placement packs in another order (largest workers first, running jobs
-// where they are) and can, rarely, find no room where the policy did. The
-// job submitted last among those with workers of several GPUs then gives up
-// one worker (or, at its minimum, all of them, and waits) and placement runs
-// again, until everything fits: the earliest jobs keep what the policy gave
-// them. Each retry frees at least one worker, so this ends. res is trimmed
-// to match (the input shares its allocation), with the trimmed job's reason
-// saying why.
-func (e *Engine) place(in placement.Input, res algorithm.Result) (placement.Output, error) {
+// place runs the placement of the planned sizes into e.placed, in the
+// order of e.active (by ID) for the jobs planned a size. The policies hand
+// out only workers that fit whole on a node, by their own best-fit packing
+// in their own order, but placement packs in another order (largest
+// workers first, running jobs where they are) and can, rarely, find no
+// room where the policy did. The job submitted last among those with
+// workers of several GPUs then gives up one worker (or, at its minimum,
+// all of them, and waits) and placement runs again, until everything fits:
+// the earliest jobs keep what the policy gave them. Each retry frees at
+// least one worker, so this ends. The trimmed job's reason says why.
+func (e *Engine) place() error {
 	for {
-		out, err := placement.Place(in)
+		e.toPlace = e.toPlace[:0]
+		for _, j := range e.active {
+			if j.planned > 0 {
+				var current []api.NodeName
+				if j.Workers > 0 {
+					current = j.Nodes
+				}
+				e.toPlace = append(e.toPlace, placement.Job{ID: j.ID, Workers: j.planned, GPUsPerWorker: j.Spec.K(), Current: current})
+			}
+		}
+		e.placed = slices.Grow(e.placed[:0], len(e.toPlace))[:len(e.toPlace)]
+		err := placement.PlaceJobs(e.nodeList(), e.toPlace, e.rate, e.placed)
+		clear(e.toPlace) // it holds the jobs' node lists
 		if _, ok := errors.AsType[*placement.NoFitError](err); !ok {
-			return out, err
+			return err
 		}
 		var victim *Job
-		for id, k := range in.GPUsPerWorker {
-			j := e.jobs[id]
-			if k > 1 && in.Allocation[id] > 0 && j != nil && (victim == nil || byArrival(j, victim) > 0) {
+		for _, j := range e.active {
+			if j.Spec.K() > 1 && j.planned > 0 && (victim == nil || byArrival(j, victim) > 0) {
 				victim = j
 			}
 		}
 		if victim == nil {
-			return out, err
+			return err
 		}
-		id, k := victim.ID, victim.Spec.K()
-		n := in.Allocation[id] - 1
+		k := victim.Spec.K()
+		n := victim.planned - 1
 		if n < victim.Spec.MinWorkers {
 			n = 0
 		}
-		in.Allocation[id] = n
+		victim.planned = n
 		free := e.GPUs()
-		for id, w := range in.Allocation {
-			free -= w * max(in.GPUsPerWorker[id], 1)
+		for _, j := range e.active {
+			free -= j.planned * j.Spec.K()
 		}
 		r := algorithm.Reason{Code: algorithm.NoRoom, Need: victim.Spec.MinWorkers * k, PerWorker: k, Free: free}
 		if n > 0 {
 			r = algorithm.Reason{Code: algorithm.Allocated, Workers: n, PerWorker: k}
 		}
-		res.Reasons[id] = r
 		victim.setReason(r)
 	}
 }
 
-func (e *Engine) currentPlacement() api.Placement {
-	p := api.Placement{}
-	for _, j := range e.active {
-		if j.Workers > 0 {
-			p[j.ID] = j.Nodes
-		}
-	}
-	return p
-}
-
-// diff turns the difference between the current state and the decided
-// allocation and placement into actions: halts, scale-ins, starts,
-// scale-outs, then migrations, each group in job order. Capacity is freed
-// before it is used, and migrations see every job at its final size.
-func (e *Engine) diff(res algorithm.Result, out placement.Output) []api.Action {
+// diff turns the difference between the current state and the planned
+// sizes and placement into actions: halts, scale-ins, starts, scale-outs,
+// then migrations, each group in job order. Capacity is freed before it is
+// used, and migrations see every job at its final size.
+func (e *Engine) diff() []api.Action {
 	var groups [5][]api.Action
 	const (
 		halt = iota
@@ -152,22 +142,28 @@ func (e *Engine) diff(res algorithm.Result, out placement.Output) []api.Action {
 		migrate
 	)
 	policy := e.policy.Name()
+	next := 0 // e.placed's entry of the next job planned a size
 	for _, j := range e.active {
+		var p placement.Placed
+		if j.planned > 0 {
+			p, e.placed[next] = e.placed[next], placement.Placed{}
+			next++
+		}
 		id := j.ID
-		o, n := j.Workers, res.Allocation[id]
-		if o == n && len(out.Moves[id]) == 0 {
+		o, n := j.Workers, j.planned
+		if o == n && len(p.Moves) == 0 {
 			continue
 		}
-		nodes := out.Placement[id]
-		reason := policy + ": " + res.Reasons[id].String()
-		if c := res.Reasons[id].Code; c == algorithm.Reclaimed {
-			reason = "quota: " + res.Reasons[id].String()
+		nodes := p.Nodes
+		reason := policy + ": " + j.reason.String()
+		if j.reason.Code == algorithm.Reclaimed {
+			reason = "quota: " + j.reason.String()
 		}
 		switch {
 		case o > 0 && n == 0 && j.Unschedulable != "":
 			groups[halt] = append(groups[halt], api.Action{Kind: api.ActionHalt, Job: id, From: o, To: 0,
 				Reason: "unschedulable: " + j.Unschedulable})
-		case o > 0 && n == 0 && res.Reasons[id].Code == algorithm.Reclaimed:
+		case o > 0 && n == 0 && j.reason.Code == algorithm.Reclaimed:
 			groups[halt] = append(groups[halt], api.Action{Kind: api.ActionHalt, Job: id, From: o, To: 0, Reason: reason})
 		case o > 0 && n == 0:
 			groups[halt] = append(groups[halt], api.Action{Kind: api.ActionHalt, Job: id, From: o, To: 0,
@@ -179,9 +175,9 @@ func (e *Engine) diff(res algorithm.Result, out placement.Output) []api.Action {
 		case o > 0 && n > o:
 			groups[scaleOut] = append(groups[scaleOut], api.Action{Kind: api.ActionScaleOut, Job: id, From: o, To: n, Nodes: nodes, Reason: reason})
 		}
-		if moves := out.Moves[id]; o > 0 && n > 0 && len(moves) > 0 {
+		if moves := p.Moves; o > 0 && n > 0 && len(moves) > 0 {
 			groups[migrate] = append(groups[migrate], api.Action{Kind: api.ActionMigrate, Job: id, From: n, To: n,
-				Nodes: nodes, Moves: moves, RestartAll: out.RestartAll[id], Reason: e.migrationReason(moves)})
+				Nodes: nodes, Moves: moves, RestartAll: p.RestartAll, Reason: e.migrationReason(moves)})
 		}
 	}
 	var actions []api.Action
@@ -250,20 +246,20 @@ func (e *Engine) assume(plan api.Plan) {
 	}
 }
 
-// allocateUnqueued is the policy's allocation on a cluster without queues.
-// A job that names a queue, or whose queue cannot be known, waits (a
-// running one keeps its size) and says why; the others share the GPUs as
-// if it were not there.
-func (e *Engine) allocateUnqueued(snap algorithm.Snapshot) (algorithm.Result, error) {
-	var held []algorithm.Job
-	kept := snap.Jobs[:0]
-	for _, v := range snap.Jobs {
-		if j := e.jobs[v.ID]; j.Spec.ClusterQueue != "" || j.QueueProblem != "" {
-			held = append(held, v)
+// allocateUnqueued is the policy's allocation on a cluster without queues,
+// into the jobs' planned sizes and reasons. A job that names a queue, or
+// whose queue cannot be known, waits (a running one keeps its size) and
+// says why; the others share the GPUs as if it were not there.
+func (e *Engine) allocateUnqueued(snap algorithm.Snapshot) error {
+	var held []*Job
+	kept, keptJobs := snap.Jobs[:0], e.snapJobs[:0]
+	for i, v := range snap.Jobs {
+		if j := e.snapJobs[i]; j.Spec.ClusterQueue != "" || j.QueueProblem != "" {
+			held = append(held, j)
 			snap.GPUs -= v.Workers * max(v.GPUsPerWorker, 1)
 			continue
 		}
-		kept = append(kept, v)
+		kept, keptJobs = append(kept, v), append(keptJobs, e.snapJobs[i])
 	}
 	snap.Jobs = kept
 	if snap.GPUs != e.GPUs() {
@@ -272,15 +268,18 @@ func (e *Engine) allocateUnqueued(snap algorithm.Snapshot) (algorithm.Result, er
 		snap.NodeGPUs = nil
 	}
 	snap.GPUs = max(snap.GPUs, 0)
-	res, err := e.policy.Allocate(snap)
-	if err != nil || len(held) == 0 {
-		return res, err
+	if err := algorithm.Decide(e.policy, snap, &e.decision); err != nil {
+		return err
 	}
-	for _, v := range held {
-		j := e.jobs[v.ID]
-		res.Allocation[v.ID] = v.Workers
-		res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.NoQueue, Queue: j.Spec.ClusterQueue, Problem: j.QueueProblem,
-			Workers: v.Workers, PerWorker: v.GPUsPerWorker}
+	for i, j := range keptJobs {
+		j.planned = e.decision.Workers[i]
+		j.setReason(e.decision.Reasons[i])
 	}
-	return res, nil
+	clear(e.decision.Reasons) // they may name queues and problems
+	for _, j := range held {
+		j.planned = j.Workers
+		j.setReason(algorithm.Reason{Code: algorithm.NoQueue, Queue: j.Spec.ClusterQueue, Problem: j.QueueProblem,
+			Workers: j.Workers, PerWorker: j.Spec.GPUsPerWorker})
+	}
+	return nil
 }

@@ -85,7 +85,7 @@ func randomRun(t *testing.T, seed uint64) string {
 		if err != nil {
 			t.Fatalf("seed %d step %d: %v", seed, step, err)
 		}
-		if plan.Allocation == nil {
+		if !plan.Rescheduled {
 			continue
 		}
 		if err := checkInvariants(e); err != nil {

@@ -358,7 +358,7 @@ func (s *scenario) tickChecked() (api.Plan, error) {
 	if err != nil {
 		return plan, err
 	}
-	if plan.Allocation != nil {
+	if plan.Rescheduled {
 		if err := checkInvariants(s.engine); err != nil {
 			panic("invariant violated: " + err.Error())
 		}

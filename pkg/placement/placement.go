@@ -337,12 +337,26 @@ func bySizeDesc(a, b *job) int {
 // already overfills a node (a node that shrank) can stop that; then the
 // larger jobs keep their places and the others are repacked.
 func (s *state) keepUnchanged() {
-	order := slices.Clone(s.jobs)
-	slices.SortFunc(order, bySizeDesc)
-	for _, j := range order {
+	// Usually the unchanged jobs fit together where they are; then each
+	// fits at its turn in any order, and the sort is not needed.
+	order := make([]*job, 0, len(s.jobs))
+	load := make([]int, len(s.free))
+	for _, j := range s.jobs {
 		if j.want != len(j.old) || slices.Contains(j.at, -1) {
 			continue
 		}
+		order = append(order, j)
+		for _, c := range j.survivors {
+			load[c.node] += c.n * j.k
+		}
+	}
+	for n, l := range load {
+		if l > s.free[n] {
+			slices.SortFunc(order, bySizeDesc)
+			break
+		}
+	}
+	for _, j := range order {
 		fits := true
 		for _, c := range j.survivors {
 			fits = fits && c.n*j.k <= s.free[c.node]

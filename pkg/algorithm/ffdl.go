@@ -176,8 +176,14 @@ func (p *ffdlParts) concaveBest(x int) float64 { return p.prefix[min(x, len(p.st
 // or not (its gains go to the dynamic program).
 func splitCurves(jobs []Job, admitted []int, budget int) ffdlParts {
 	var p ffdlParts
-	var runs []stepRun // concave jobs' positive marginal gains
-	var flat []float64 // the runs' gains, back to back
+	// Sized once, for every job: grown step by step, the runs' gains cost
+	// several times their size in copies at 100 000 jobs.
+	most := 0
+	for _, i := range admitted {
+		most += jobs[i].Max - jobs[i].Min
+	}
+	runs := make([]stepRun, 0, len(admitted)) // concave jobs' positive marginal gains
+	flat := make([]float64, 0, most)          // the runs' gains, back to back
 	var vals []float64
 	for k, i := range admitted {
 		j := &jobs[i]

@@ -47,8 +47,9 @@ func (s *state) compact(base *state, rate func(api.JobID, []int) float64) *state
 	})
 	var done []eviction
 	best := s
+	room, whole := s.keptLayout()
 	for _, ji := range spread[:min(len(spread), maxCompactions)] {
-		ev, ok := s.evictionFor(ji, done)
+		ev, ok := s.evictionFor(ji, done, room, whole)
 		if !ok {
 			continue
 		}
@@ -72,11 +73,55 @@ func gatherGains(j *job, rate func(api.JobID, []int) float64) bool {
 	return !(now > 0) || rate(j.id, []int{j.want * j.k}) > now
 }
 
+// keptLayout returns each node's capacity less its kept jobs' GPUs, and
+// per node the kept jobs that lie on it alone, smallest first (then by
+// ID): what evictionFor reads for every job it tries to gather.
+func (s *state) keptLayout() (room []int, whole [][]int) {
+	room = slices.Clone(s.caps)
+	count := make([]int, len(s.caps))
+	lone := 0
+	for _, o := range s.jobs {
+		if !o.kept {
+			continue
+		}
+		for _, c := range o.final {
+			room[c.node] -= c.n * o.k
+		}
+		if len(o.final) == 1 {
+			count[o.final[0].node]++
+			lone++
+		}
+	}
+	flat := make([]int, 0, lone)
+	whole = make([][]int, len(s.caps))
+	for n, k := range count {
+		whole[n] = flat[len(flat):len(flat)]
+		flat = flat[:len(flat)+k]
+	}
+	for i, o := range s.jobs {
+		if o.kept && len(o.final) == 1 {
+			n := o.final[0].node
+			whole[n] = append(whole[n], i)
+		}
+	}
+	for _, cands := range whole {
+		slices.SortFunc(cands, func(a, b int) int {
+			ja, jb := s.jobs[a], s.jobs[b]
+			if c := cmp.Compare(ja.want*ja.k, jb.want*jb.k); c != 0 {
+				return c
+			}
+			return cmp.Compare(ja.id, jb.id)
+		})
+	}
+	return room, whole
+}
+
 // evictionFor chooses the node for job ji that frees enough room for it by
 // moving the fewest GPUs of unchanged jobs lying whole on it, each smaller
 // than the job, together no more GPUs than the job. Nodes taken by earlier
-// evictions are skipped; ties go to the lowest node index.
-func (s *state) evictionFor(ji int, done []eviction) (eviction, bool) {
+// evictions are skipped; ties go to the lowest node index. room and whole
+// are keptLayout's.
+func (s *state) evictionFor(ji int, done []eviction, room []int, whole [][]int) (eviction, bool) {
 	j := s.jobs[ji]
 	g := j.want * j.k
 	taken := map[int]bool{}
@@ -88,21 +133,16 @@ func (s *state) evictionFor(ji int, done []eviction) (eviction, bool) {
 			moved[e] = true
 		}
 	}
-	// room is each node's capacity less its unchanged jobs' GPUs; whole
-	// lists the unchanged jobs that lie on one node only.
-	room := slices.Clone(s.caps)
-	whole := make([][]int, len(s.caps))
-	for i, o := range s.jobs {
-		if !o.kept || i == ji {
-			continue
+	// The job's own GPUs, if it is kept, are room for it.
+	if j.kept {
+		for _, c := range j.final {
+			room[c.node] += c.n * j.k
 		}
-		for _, c := range o.final {
-			room[c.node] -= c.n * o.k
-		}
-		if len(o.final) == 1 && o.want*o.k < g && !moved[i] {
-			n := o.final[0].node
-			whole[n] = append(whole[n], i)
-		}
+		defer func() {
+			for _, c := range j.final {
+				room[c.node] -= c.n * j.k
+			}
+		}()
 	}
 	bestNode, bestCost := -1, g+1
 	var bestSet []int
@@ -110,21 +150,16 @@ func (s *state) evictionFor(ji int, done []eviction) (eviction, bool) {
 		if taken[n] || s.caps[n] < g || room[n] >= g {
 			continue
 		}
-		cands := whole[n]
-		slices.SortFunc(cands, func(a, b int) int {
-			ja, jb := s.jobs[a], s.jobs[b]
-			if c := cmp.Compare(ja.want*ja.k, jb.want*jb.k); c != 0 {
-				return c
-			}
-			return cmp.Compare(ja.id, jb.id)
-		})
 		free, cost := room[n], 0
 		var set []int
-		for _, o := range cands {
+		for _, o := range whole[n] {
+			w := s.jobs[o].want * s.jobs[o].k
+			if o == ji || w >= g || moved[o] {
+				continue
+			}
 			if free >= g || cost >= bestCost {
 				break
 			}
-			w := s.jobs[o].want * s.jobs[o].k
 			free += w
 			cost += w
 			set = append(set, o)

@@ -232,7 +232,100 @@ func (p *matchProblem) complete(target []int) {
 // assignment exists); the one with the lowest score (then lowest index) is
 // unmatched. Each step frees one large column and no large row, so the loop
 // ends.
+//
+// When many pairs must go (thousands of jobs resized at once) re-sorting
+// the leftovers for every step was most of a placement; counted instead by
+// load, with the matched rows in buckets by load and column size, a step
+// takes time in the number of distinct sizes. Nodes of many different
+// sizes fall back to the direct form (repairByScan), which gives the same
+// answer.
 func (p *matchProblem) repair(target, scores []int) {
+	const mostBuckets = 1024
+	vals := p.sizes()
+	if len(vals)*len(vals) > mostBuckets {
+		p.repairByScan(target, scores)
+		return
+	}
+	at := func(v int) int { i, _ := slices.BinarySearch(vals, v); return i }
+	// rows[v] counts the unmatched rows of load vals[v]; cols[v] the unused
+	// columns with vals[v] free GPUs.
+	rows, cols := make([]int, len(vals)), make([]int, len(vals))
+	used := make([]bool, len(p.res))
+	// bucket[l*len(vals)+f] holds the matched rows of load vals[l] on a
+	// column of vals[f] free GPUs, lowest score (then index) first.
+	bucket := make([][]int, len(vals)*len(vals))
+	for r, c := range target {
+		if c < 0 {
+			rows[at(p.load[r])]++
+			continue
+		}
+		used[c] = true
+		b := at(p.load[r])*len(vals) + at(p.res[c])
+		bucket[b] = append(bucket[b], r)
+	}
+	for c, f := range p.res {
+		if f > 0 && !used[c] {
+			cols[at(f)]++
+		}
+	}
+	for _, b := range bucket {
+		slices.SortFunc(b, func(x, y int) int {
+			if c := cmp.Compare(scores[x], scores[y]); c != 0 {
+				return c
+			}
+			return cmp.Compare(x, y)
+		})
+	}
+	for {
+		// The largest load that more unmatched rows have than unused
+		// columns hold (see completable).
+		t, short := -1, false
+		for v, nr, nc := len(vals)-1, 0, 0; v >= 0 && !short; v-- {
+			nr, nc = nr+rows[v], nc+cols[v]
+			if rows[v] > 0 && nr > nc {
+				t, short = v, true
+			}
+		}
+		if !short {
+			return
+		}
+		best := -1
+		for l := range t {
+			for f := t; f < len(vals); f++ {
+				if b := bucket[l*len(vals)+f]; len(b) > 0 && (best < 0 || before(b[0], bucket[best][0], scores)) {
+					best = l*len(vals) + f
+				}
+			}
+		}
+		if best < 0 {
+			return // unreachable, see above; complete then leaves rows out
+		}
+		drop := bucket[best][0]
+		bucket[best] = bucket[best][1:]
+		rows[best/len(vals)]++
+		if f := p.res[target[drop]]; f > 0 {
+			cols[best%len(vals)]++
+		}
+		target[drop] = -1
+	}
+}
+
+// before reports whether matched row x is given up before row y: lower
+// score, then lower index.
+func before(x, y int, scores []int) bool {
+	return scores[x] < scores[y] || scores[x] == scores[y] && x < y
+}
+
+// sizes lists, ascending and once each, the rows' loads and the columns'
+// free GPUs.
+func (p *matchProblem) sizes() []int {
+	vals := append(slices.Clone(p.load), p.res...)
+	slices.Sort(vals)
+	return slices.Compact(vals)
+}
+
+// repairByScan is repair, finding each step's pair by scanning every row.
+func (p *matchProblem) repairByScan(target, scores []int) {
 	for {
 		t, ok := p.completable(target)
 		if ok {

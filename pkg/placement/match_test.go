@@ -190,6 +190,49 @@ func TestMatchRepairStaysFeasible(t *testing.T) {
 		repaired, split, total-lost, total)
 }
 
+// repair counts leftovers by size instead of re-sorting them for every pair
+// it gives up; it must give up the same pairs as the direct scan, also when
+// many pairs go and scores tie.
+func TestRepairGivesUpThePairsAScanDoes(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	drops := 0
+	for i := range 400 {
+		p := randomMatchProblem(r, 2+r.IntN(300), 1+r.IntN(8))
+		// A matching that fits but gives the largest columns to the
+		// lightest rows, with few distinct scores.
+		target, scores := make([]int, len(p.load)), make([]int, len(p.load))
+		rows, cols := make([]int, len(p.load)), make([]int, len(p.res))
+		for row := range rows {
+			rows[row], target[row] = row, -1
+		}
+		for c := range cols {
+			cols[c] = c
+		}
+		slices.SortStableFunc(rows, func(a, b int) int { return p.load[a] - p.load[b] })
+		slices.SortStableFunc(cols, func(a, b int) int { return p.res[b] - p.res[a] })
+		for k, row := range rows {
+			if k < len(cols) && p.res[cols[k]] >= p.load[row] && r.IntN(5) != 0 {
+				target[row], scores[row] = cols[k], r.IntN(4)
+			}
+		}
+		want := slices.Clone(target)
+		p.repairByScan(want, scores)
+		got := slices.Clone(target)
+		p.repair(got, scores)
+		if !slices.Equal(got, want) {
+			t.Fatalf("case %d: repair gives %v, the scan %v, from %v (scores %v) for %+v", i, got, want, target, scores, p)
+		}
+		for row := range got {
+			if target[row] >= 0 && got[row] < 0 {
+				drops++
+			}
+		}
+	}
+	if drops < 1000 {
+		t.Errorf("only %d pairs given up in all: the test misses the long repairs", drops)
+	}
+}
+
 func TestBucketsAnswerLikeAScan(t *testing.T) {
 	// 30 nodes, and 5 000: more than one summary word of the sets.
 	for _, c := range []struct{ nodes, steps int }{{30, 2000}, {5000, 300}} {

@@ -124,14 +124,11 @@ func (s *state) keptLayout() (room []int, whole [][]int) {
 func (s *state) evictionFor(ji int, done []eviction, room []int, whole [][]int) (eviction, bool) {
 	j := s.jobs[ji]
 	g := j.want * j.k
-	taken := map[int]bool{}
-	moved := map[int]bool{}
+	// At most maxCompactions earlier evictions: lists beat maps here.
+	var taken, moved []int
 	for _, d := range done {
-		taken[d.node] = true
-		moved[d.job] = true
-		for _, e := range d.evicted {
-			moved[e] = true
-		}
+		taken = append(taken, d.node)
+		moved = append(append(moved, d.job), d.evicted...)
 	}
 	// The job's own GPUs, if it is kept, are room for it.
 	if j.kept {
@@ -147,14 +144,14 @@ func (s *state) evictionFor(ji int, done []eviction, room []int, whole [][]int) 
 	bestNode, bestCost := -1, g+1
 	var bestSet []int
 	for n := range s.caps {
-		if taken[n] || s.caps[n] < g || room[n] >= g {
+		if s.caps[n] < g || room[n] >= g || slices.Contains(taken, n) {
 			continue
 		}
 		free, cost := room[n], 0
 		var set []int
 		for _, o := range whole[n] {
 			w := s.jobs[o].want * s.jobs[o].k
-			if o == ji || w >= g || moved[o] {
+			if o == ji || w >= g || slices.Contains(moved, o) {
 				continue
 			}
 			if free >= g || cost >= bestCost {

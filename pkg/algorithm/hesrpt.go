@@ -137,6 +137,17 @@ type hsState struct {
 	hulls []hullVertex
 	node  int
 	spare []hsSeg // sort's buffer
+	// dropFor's buffers, reused from one trial to the next.
+	victims []victim
+	others  []int
+	forced  []forcedSize
+	// version counts the allocations unblock keeps; losses (dropFor's)
+	// and cands (candidate's, for waiting and for preempted jobs) hold for
+	// the version they were computed at.
+	version  int
+	losses   []victim
+	lossesAt int
+	cands    [2]candidateList
 }
 
 // Allocate implements Policy.

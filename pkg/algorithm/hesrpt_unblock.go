@@ -62,6 +62,7 @@ func (hs *hsState) unblock(s *Snapshot, cfg HeSRPTConfig, c capacity, pass func(
 		if better {
 			best, c = phi, tc
 			copy(kept, hs.st)
+			hs.version++
 		}
 		copy(hs.st, kept) // what breakEven capped in the trial goes too
 		return better
@@ -117,10 +118,21 @@ func (hs *hsState) dropFor(s *Snapshot, cfg HeSRPTConfig, c *capacity, i int) ([
 	gain := hs.worth(b, size, cfg) + hs.preemption(b, cfg)
 	// The victims come off a heap, cheapest loss first: few are dropped,
 	// and sorting them all cost more than the greedy at 10 000 jobs.
-	vh := victimHeap{st: st}
-	for x := range st {
-		if a := &st[x]; x != i && a.n > 0 && a.floor == 0 {
-			vh.q = append(vh.q, victim{x, hs.worth(a, a.n, cfg) + hs.preemption(a, cfg)})
+	if hs.lossesAt != hs.version || hs.losses == nil {
+		// What each job would lose, the same for every trial until one
+		// is kept.
+		hs.losses, hs.lossesAt = hs.losses[:0], hs.version
+		for x := range st {
+			if a := &st[x]; a.n > 0 && a.floor == 0 {
+				hs.losses = append(hs.losses, victim{x, hs.worth(a, a.n, cfg) + hs.preemption(a, cfg)})
+			}
+		}
+	}
+	vh := victimHeap{st: st, q: hs.victims[:0]}
+	defer func() { hs.victims = vh.q[:0] }()
+	for _, v := range hs.losses {
+		if v.job != i {
+			vh.q = append(vh.q, v)
 		}
 	}
 	heap.Init(&vh)
@@ -144,12 +156,13 @@ func (hs *hsState) dropFor(s *Snapshot, cfg HeSRPTConfig, c *capacity, i int) ([
 	// With whole nodes to pack, the others in an order of the jobs alone
 	// (largest workers first, then by ID), so that packing them does not
 	// depend on the snapshot's; counting GPUs, the order does not matter.
-	var others []int
+	others := hs.others[:0]
 	for x := range st {
 		if x != i && st[x].n > 0 {
 			others = append(others, x)
 		}
 	}
+	hs.others = others
 	if c.byFree != nil {
 		slices.SortFunc(others, func(x, y int) int {
 			if c := cmp.Compare(st[y].k, st[x].k); c != 0 {
@@ -179,7 +192,9 @@ func (hs *hsState) dropFor(s *Snapshot, cfg HeSRPTConfig, c *capacity, i int) ([
 			return nil, min(gain, 0)
 		}
 	}
-	out := []forcedSize{{i, size}}
+	// Reused by the next call: unblock is done with the last one's by then.
+	out := append(hs.forced[:0], forcedSize{i, size})
+	defer func() { hs.forced = out[:0] }()
 	for _, x := range others {
 		if a := &st[x]; !dropped[x] && a.floor == 0 {
 			out = append(out, forcedSize{x, a.n})
@@ -234,13 +249,50 @@ func (hs *hsState) size(a *hsJob) int {
 // least the lowest value per GPU granted. A job that fails that test
 // cannot gain by taking GPUs from others.
 func (hs *hsState) candidate(s *Snapshot, cfg HeSRPTConfig, c *capacity, tried map[int]bool, preempted bool) (int, bool) {
+	k := 0
+	if preempted {
+		k = 1
+	}
+	list := &hs.cands[k]
+	if list.at != hs.version || list.jobs == nil {
+		list.jobs, list.at = hs.candidates(s, cfg, c, preempted, list.jobs[:0]), hs.version
+	}
 	st := hs.st
 	pick, gain := -1, 0.0
+	for _, x := range list.jobs {
+		if tried[x.job] {
+			continue
+		}
+		i, net := x.job, x.net
+		if tie := pick >= 0 && nearlyEqual(net, gain); pick < 0 || !tie && net > gain || tie && st[i].j.ID < st[pick].j.ID {
+			pick, gain = i, net
+		}
+	}
+	return pick, pick >= 0
+}
+
+// candidateList is candidates' answer for one version of the allocation.
+type candidateList struct {
+	jobs []scoredJob
+	at   int // hsState.version
+}
+
+// scoredJob is a job candidate may pick and what it could gain.
+type scoredJob struct {
+	job int
+	net float64
+}
+
+// candidates lists, in job order, the jobs candidate may pick, tried or
+// not, with what each could gain: it holds until unblock keeps another
+// allocation, while a search looks at up to maxCandidates of them.
+func (hs *hsState) candidates(s *Snapshot, cfg HeSRPTConfig, c *capacity, preempted bool, out []scoredJob) []scoredJob {
+	st := hs.st
 	low := -1.0 // computed on the first job that needs it
 	var empty *capacity
 	for i := range st {
 		a := &st[i]
-		if a.n > 0 || (a.workers > 0) != preempted || a.floor > 0 || a.lo+1 >= a.hi || tried[i] {
+		if a.n > 0 || (a.workers > 0) != preempted || a.floor > 0 || a.lo+1 >= a.hi {
 			continue
 		}
 		if low < 0 {
@@ -261,14 +313,11 @@ func (hs *hsState) candidate(s *Snapshot, cfg HeSRPTConfig, c *capacity, tried m
 			continue // never fits: nothing to unblock
 		}
 		net := hs.worth(a, m, cfg) + hs.preemption(a, cfg) - float64(m*k-c.free)*low
-		if net <= 0 {
-			continue
-		}
-		if tie := pick >= 0 && nearlyEqual(net, gain); pick < 0 || !tie && net > gain || tie && a.j.ID < st[pick].j.ID {
-			pick, gain = i, net
+		if net > 0 {
+			out = append(out, scoredJob{i, net})
 		}
 	}
-	return pick, pick >= 0
+	return out
 }
 
 // marginal is the value per GPU, as the greedy ranks it, of the job's

@@ -134,25 +134,31 @@ func (j *Job) clone() Job {
 }
 
 // undo is what an action the engine assumed changes of a job's record: what
-// forget puts back when the action fails.
+// forget puts back when the action fails. It is kept for every action of
+// the last round, a start for every job after a restart, so it is small.
 type undo struct {
 	phase                           api.Phase
-	workers                         int
 	nodes                           []api.NodeName
-	firstStarted, lastStarted       time.Time
-	rescales, restarts, preemptions int
+	lastStarted                     time.Time
+	workers                         int32
+	rescales, restarts, preemptions int32
+	// neverStarted says FirstStarted was zero: only a start sets it.
+	neverStarted bool
 }
 
 // undoOf saves what an action may change of j. Actions replace j.Nodes
 // rather than change its elements, so the slice is shared, not copied.
 func undoOf(j *Job) undo {
-	return undo{phase: j.Phase, workers: j.Workers, nodes: j.Nodes, firstStarted: j.FirstStarted, lastStarted: j.LastStarted,
-		rescales: j.Rescales, restarts: j.Restarts, preemptions: j.Preemptions}
+	return undo{phase: j.Phase, workers: int32(j.Workers), nodes: j.Nodes, neverStarted: j.FirstStarted.IsZero(), lastStarted: j.LastStarted,
+		rescales: int32(j.Rescales), restarts: int32(j.Restarts), preemptions: int32(j.Preemptions)}
 }
 
 // restore puts back what undoOf saved.
 func (u undo) restore(j *Job) {
-	j.Phase, j.Workers, j.Nodes = u.phase, u.workers, u.nodes
-	j.FirstStarted, j.LastStarted = u.firstStarted, u.lastStarted
-	j.Rescales, j.Restarts, j.Preemptions = u.rescales, u.restarts, u.preemptions
+	j.Phase, j.Workers, j.Nodes = u.phase, int(u.workers), u.nodes
+	if u.neverStarted {
+		j.FirstStarted = time.Time{}
+	}
+	j.LastStarted = u.lastStarted
+	j.Rescales, j.Restarts, j.Preemptions = int(u.rescales), int(u.restarts), int(u.preemptions)
 }

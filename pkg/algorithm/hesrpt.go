@@ -437,9 +437,9 @@ func (a *hsJob) reason(c *capacity, finishing float64) Reason {
 	case n == 0:
 		return noRoom(j, j.Min, c)
 	case a.next < 0:
-		r.Code, r.Seconds = Finishing, int(math.Ceil(finishing))
+		r.Code, r.Seconds = Finishing, Narrow(int(math.Ceil(finishing)))
 	case a.held > n && n == a.workers:
-		r.Code, r.Target = Kept, a.held
+		r.Code, r.Target = Kept, Narrow(a.held)
 	case n >= j.Max:
 	case n >= a.top:
 		r.Code = Fastest
@@ -450,7 +450,7 @@ func (a *hsJob) reason(c *capacity, finishing float64) Reason {
 			}
 		}
 	default:
-		r.Code, r.Free = Outbid, c.free
+		r.Code, r.Free = Outbid, Narrow(c.free)
 	}
 	return r
 }

@@ -2,6 +2,7 @@ package algorithm
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/vodascheduler/voda/pkg/api"
@@ -69,29 +70,37 @@ const (
 )
 
 // Reason says in a few words why a job got what it got. It is a small value
-// so policies can fill one per job cheaply; String formats it.
+// (the engine keeps one per job, and a round writes one per job), so its
+// counts are 32-bit; String formats it.
 type Reason struct {
 	Code ReasonCode
 	// Workers is the allocation in workers (Allocated, Compacted).
-	Workers int
+	Workers int32
 	// Need and Free are in GPUs (NoRoom).
-	Need int
-	Free int
+	Need int32
+	Free int32
 	// PerWorker is the job's GPUs per worker; 0 means 1.
-	PerWorker int
+	PerWorker int32
 	// Waiting is the number of jobs left waiting (Compacted only).
-	Waiting int
+	Waiting int32
 	// Target is the allocation, in workers, the job was not moved to
 	// (Kept).
-	Target int
+	Target int32
 	// Seconds is the work left, at the job's allocation, under which a
 	// running job keeps its size (Finishing).
-	Seconds int
-	// Queue, Held and Quota describe the job's queue (AtQuota,
-	// Reclaimed), in GPUs; Problem why its queue is not known (NoQueue).
+	Seconds int32
+	// Held and Quota describe the job's queue, Queue (AtQuota,
+	// Reclaimed), in GPUs; Problem says why its queue is not known
+	// (NoQueue).
+	Held, Quota int32
 	Queue       string
-	Held, Quota int
 	Problem     string
+}
+
+// Narrow turns a count into a Reason's: GPU and worker counts, and seconds
+// under 68 years, fit; a larger value is held at the most it can say.
+func Narrow(n int) int32 {
+	return int32(min(max(n, math.MinInt32), math.MaxInt32))
 }
 
 func (r Reason) String() string {
@@ -155,27 +164,27 @@ func (r Reason) size() string {
 		if r.Workers == 1 {
 			workers = "worker"
 		}
-		return fmt.Sprintf("%d GPUs (%d %s of %d)", r.Workers*r.PerWorker, r.Workers, workers, r.PerWorker)
+		return fmt.Sprintf("%d GPUs (%d %s of %d)", int(r.Workers)*int(r.PerWorker), r.Workers, workers, r.PerWorker)
 	}
 	return fmt.Sprintf("%d GPUs", r.Workers)
 }
 
 // gpus formats n workers of the reason's job in GPUs.
-func (r Reason) gpus(n int) string {
-	return fmt.Sprintf("%d GPUs", n*max(r.PerWorker, 1))
+func (r Reason) gpus(n int32) string {
+	return fmt.Sprintf("%d GPUs", int(n)*int(max(r.PerWorker, 1)))
 }
 
 // allocated is the reason of a job that got n workers.
 func allocated(j *Job, n int) Reason {
-	return Reason{Code: Allocated, Workers: n, PerWorker: j.GPUsPerWorker}
+	return Reason{Code: Allocated, Workers: Narrow(n), PerWorker: Narrow(j.GPUsPerWorker)}
 }
 
 // noRoom is the reason of a job that needs n workers where c is left.
 func noRoom(j *Job, n int, c *capacity) Reason {
 	if c.byFree != nil && j.k() >= len(c.byFree) {
-		return Reason{Code: NoNode, PerWorker: j.GPUsPerWorker}
+		return Reason{Code: NoNode, PerWorker: Narrow(j.GPUsPerWorker)}
 	}
-	return Reason{Code: NoRoom, Need: n * j.k(), Free: c.free, PerWorker: j.GPUsPerWorker}
+	return Reason{Code: NoRoom, Need: Narrow(n * j.k()), Free: Narrow(c.free), PerWorker: Narrow(j.GPUsPerWorker)}
 }
 
 // Decision is a policy's allocation in snapshot order: Workers[i] and

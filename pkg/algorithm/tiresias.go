@@ -278,7 +278,7 @@ func (t ElasticTiresias) decide(s *Snapshot, d *Decision) error {
 		case alloc[i] == 0:
 			d.Reasons[i] = noRoom(j, j.Min, &c)
 		case compacted[i] && alloc[i] == j.Min:
-			d.Reasons[i] = Reason{Code: Compacted, Workers: alloc[i], PerWorker: j.GPUsPerWorker, Waiting: waitingAfter}
+			d.Reasons[i] = Reason{Code: Compacted, Workers: Narrow(alloc[i]), PerWorker: Narrow(j.GPUsPerWorker), Waiting: Narrow(waitingAfter)}
 		default:
 			d.Reasons[i] = allocated(j, alloc[i])
 		}

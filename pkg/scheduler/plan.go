@@ -15,7 +15,13 @@ import (
 // result against it. It changes nothing but the jobs' messages and planned
 // sizes.
 func (e *Engine) plan() (api.Plan, error) {
-	// In submission order, from a buffer the policy does not keep.
+	// In submission order, from a buffer the policy does not keep, sized
+	// with a sixteenth to spare: at 100 000 jobs, growing it by appending
+	// held a fifth more than the jobs.
+	if n := len(e.arrival); cap(e.snap) < n {
+		e.snap = make([]algorithm.Job, 0, n+n/16)
+		e.snapJobs = make([]*Job, 0, n+n/16)
+	}
 	snap := algorithm.Snapshot{Now: e.now, GPUs: e.GPUs(), Jobs: e.snap[:0]}
 	e.snapJobs = e.snapJobs[:0]
 	for _, j := range e.arrival {
@@ -120,9 +126,9 @@ func (e *Engine) place() error {
 		for _, j := range e.active {
 			free -= j.planned * j.Spec.K()
 		}
-		r := algorithm.Reason{Code: algorithm.NoRoom, Need: victim.Spec.MinWorkers * k, PerWorker: k, Free: free}
+		r := algorithm.Reason{Code: algorithm.NoRoom, Need: algorithm.Narrow(victim.Spec.MinWorkers * k), PerWorker: algorithm.Narrow(k), Free: algorithm.Narrow(free)}
 		if n > 0 {
-			r = algorithm.Reason{Code: algorithm.Allocated, Workers: n, PerWorker: k}
+			r = algorithm.Reason{Code: algorithm.Allocated, Workers: algorithm.Narrow(n), PerWorker: algorithm.Narrow(k)}
 		}
 		victim.setReason(r)
 	}
@@ -279,7 +285,7 @@ func (e *Engine) allocateUnqueued(snap algorithm.Snapshot) error {
 	for _, j := range held {
 		j.planned = j.Workers
 		j.setReason(algorithm.Reason{Code: algorithm.NoQueue, Queue: j.Spec.ClusterQueue, Problem: j.QueueProblem,
-			Workers: j.Workers, PerWorker: j.Spec.GPUsPerWorker})
+			Workers: algorithm.Narrow(j.Workers), PerWorker: algorithm.Narrow(j.Spec.GPUsPerWorker)})
 	}
 	return nil
 }

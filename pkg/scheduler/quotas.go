@@ -189,14 +189,14 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 		if !ok || j.QueueProblem != "" {
 			res.Allocation[v.ID] = j.Workers
 			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.NoQueue, Queue: j.Spec.ClusterQueue, Problem: j.QueueProblem,
-				Workers: j.Workers, PerWorker: v.GPUsPerWorker}
+				Workers: algorithm.Narrow(j.Workers), PerWorker: algorithm.Narrow(v.GPUsPerWorker)}
 			gpus -= j.Workers * k
 			continue
 		}
 		q := e.queues[i]
 		if need, most := j.Spec.MinWorkers*k, reach[i]; need > most {
 			res.Allocation[v.ID] = 0
-			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.OverQuota, Queue: q.Name, Need: need, Quota: most}
+			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.OverQuota, Queue: q.Name, Need: algorithm.Narrow(need), Quota: algorithm.Narrow(most)}
 			continue
 		}
 		r := &runs[i]
@@ -284,8 +284,8 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 			// A waiting job the queue's budget keeps out says so; one the
 			// queue's policy stopped keeps the policy's reason.
 			r := res.Reasons[v.ID]
-			if r.Code == algorithm.NoRoom && v.Workers == 0 && got[i]+r.Need > shares[i].Budget {
-				res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.AtQuota, Queue: e.queues[i].Name, Held: got[i], Quota: shares[i].Budget, Need: r.Need}
+			if r.Code == algorithm.NoRoom && v.Workers == 0 && got[i]+int(r.Need) > shares[i].Budget {
+				res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.AtQuota, Queue: e.queues[i].Name, Held: algorithm.Narrow(got[i]), Quota: algorithm.Narrow(shares[i].Budget), Need: r.Need}
 			}
 		}
 	}
@@ -402,7 +402,7 @@ func keepRunning(jobs []algorithm.Job, r algorithm.Result, budget int) {
 		}
 		if used+need <= budget {
 			r.Allocation[v.ID] = v.Min
-			r.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Allocated, Workers: v.Min, PerWorker: v.GPUsPerWorker}
+			r.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Allocated, Workers: algorithm.Narrow(v.Min), PerWorker: algorithm.Narrow(v.GPUsPerWorker)}
 			used += need
 		}
 	}
@@ -424,9 +424,9 @@ func freeOne(jobs []algorithm.Job, r algorithm.Result, used *int, may func(*algo
 		r.Allocation[w.ID] -= n
 		*used -= n * k
 		if r.Allocation[w.ID] == 0 {
-			r.Reasons[w.ID] = algorithm.Reason{Code: algorithm.NoRoom, Need: w.Min * k, PerWorker: w.GPUsPerWorker}
+			r.Reasons[w.ID] = algorithm.Reason{Code: algorithm.NoRoom, Need: algorithm.Narrow(w.Min * k), PerWorker: algorithm.Narrow(w.GPUsPerWorker)}
 		} else {
-			r.Reasons[w.ID] = algorithm.Reason{Code: algorithm.Allocated, Workers: r.Allocation[w.ID], PerWorker: w.GPUsPerWorker}
+			r.Reasons[w.ID] = algorithm.Reason{Code: algorithm.Allocated, Workers: algorithm.Narrow(r.Allocation[w.ID]), PerWorker: algorithm.Narrow(w.GPUsPerWorker)}
 		}
 		return true
 	}
@@ -468,17 +468,17 @@ func (e *Engine) reclaim(now time.Time, queue string, jobs []algorithm.Job, budg
 		switch {
 		case n == 0:
 			stopped++
-			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Reclaimed, PerWorker: v.GPUsPerWorker, Queue: queue, Quota: budget}
+			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Reclaimed, PerWorker: algorithm.Narrow(v.GPUsPerWorker), Queue: queue, Quota: algorithm.Narrow(budget)}
 		case n < v.Workers:
 			e.quotaStats.Shrunk++
-			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Reclaimed, Workers: n, PerWorker: v.GPUsPerWorker, Queue: queue, Quota: budget}
+			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Reclaimed, Workers: algorithm.Narrow(n), PerWorker: algorithm.Narrow(v.GPUsPerWorker), Queue: queue, Quota: algorithm.Narrow(budget)}
 		default:
 			res.Reasons[v.ID] = r.Reasons[v.ID]
 		}
 	}
 	for _, v := range jobs {
 		if v.Workers == 0 {
-			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.AtQuota, Queue: queue, Held: held, Quota: budget, Need: v.Min * max(v.GPUsPerWorker, 1)}
+			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.AtQuota, Queue: queue, Held: algorithm.Narrow(held), Quota: algorithm.Narrow(budget), Need: algorithm.Narrow(v.Min * max(v.GPUsPerWorker, 1))}
 			e.replan = e.replan || held < budget
 		}
 	}
@@ -540,11 +540,11 @@ func (e *Engine) reclaimRigid(queue string, jobs []algorithm.Job, budget int, re
 		res.Allocation[v.ID] = alloc[v.ID]
 		switch {
 		case v.Workers > 0 && alloc[v.ID] == 0:
-			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Reclaimed, PerWorker: v.GPUsPerWorker, Queue: queue, Quota: budget}
+			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Reclaimed, PerWorker: algorithm.Narrow(v.GPUsPerWorker), Queue: queue, Quota: algorithm.Narrow(budget)}
 		case v.Workers > 0:
-			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Allocated, Workers: v.Workers, PerWorker: v.GPUsPerWorker}
+			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.Allocated, Workers: algorithm.Narrow(v.Workers), PerWorker: algorithm.Narrow(v.GPUsPerWorker)}
 		default:
-			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.AtQuota, Queue: queue, Held: held, Quota: budget, Need: v.Min * max(v.GPUsPerWorker, 1)}
+			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.AtQuota, Queue: queue, Held: algorithm.Narrow(held), Quota: algorithm.Narrow(budget), Need: algorithm.Narrow(v.Min * max(v.GPUsPerWorker, 1))}
 		}
 	}
 	// The queue's policy looks again at the next rescheduling, within the

@@ -96,8 +96,8 @@ func Place(in Input) (Output, error) {
 		}
 	}
 	slices.SortFunc(jobs, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
-	placed := make([]Placed, len(jobs))
-	if err := PlaceJobs(in.Nodes, jobs, in.Throughput, placed); err != nil {
+	moved, err := PlaceJobs(in.Nodes, len(jobs), func(i int) Job { return jobs[i] }, in.Throughput)
+	if err != nil {
 		return Output{}, err
 	}
 	out := Output{
@@ -105,14 +105,17 @@ func Place(in Input) (Output, error) {
 		Moves:      make(map[api.JobID][]api.WorkerMove),
 		RestartAll: make(map[api.JobID]bool),
 	}
-	for i, j := range jobs {
-		p := placed[i]
-		out.Placement[j.ID] = p.Nodes
-		if len(p.Moves) > 0 {
-			out.Moves[j.ID] = p.Moves
+	for _, j := range jobs {
+		out.Placement[j.ID] = j.Current
+	}
+	for _, m := range moved {
+		id := jobs[m.Slot].ID
+		out.Placement[id] = m.Nodes
+		if len(m.Moves) > 0 {
+			out.Moves[id] = m.Moves
 		}
-		if p.RestartAll {
-			out.RestartAll[j.ID] = true
+		if m.RestartAll {
+			out.RestartAll[id] = true
 		}
 	}
 	return out, nil
@@ -130,10 +133,12 @@ type Job struct {
 	Current []api.NodeName
 }
 
-// Placed is where PlaceJobs puts one job: Output's entries for it.
-type Placed struct {
-	// Nodes holds a node per worker index. When the job stays where it
-	// runs it is the job's Current slice itself, not a copy.
+// Moved is where PlaceJobs puts a job that does not stay exactly where it
+// runs: Output's entries for it.
+type Moved struct {
+	// Slot is the job's index in PlaceJobs' list.
+	Slot int
+	// Nodes holds a node per worker index.
 	Nodes []api.NodeName
 	// Moves are the surviving workers that change node, by index.
 	Moves []api.WorkerMove
@@ -141,17 +146,15 @@ type Placed struct {
 	RestartAll bool
 }
 
-// PlaceJobs is Place for callers that hold many jobs, without the maps
-// keyed by job ID: jobs come sorted by ID, each once, and placed[i] receives
-// where jobs[i] goes (placed must be as long as jobs). It decides exactly
-// as Place does.
-func PlaceJobs(nodes []api.Node, jobs []Job, rate func(job api.JobID, gpusPerNode []int) float64, placed []Placed) error {
-	if len(placed) != len(jobs) {
-		return fmt.Errorf("place: %w: %d jobs but room for %d placements", ErrInvalidInput, len(jobs), len(placed))
-	}
-	s, err := newState(nodes, jobs)
+// PlaceJobs is Place for callers that hold many jobs, without maps keyed
+// by job ID: job(i), for i from 0 to n-1, gives the jobs sorted by ID, each
+// once. It returns, by slot ascending, the jobs allocated workers that do
+// not stay exactly on their Current nodes; every other job allocated
+// workers stays there. It decides exactly as Place does.
+func PlaceJobs(nodes []api.Node, n int, job func(i int) Job, rate func(job api.JobID, gpusPerNode []int) float64) ([]Moved, error) {
+	s, err := newState(nodes, n, job)
 	if err != nil {
-		return fmt.Errorf("place: %w", err)
+		return nil, fmt.Errorf("place: %w", err)
 	}
 	s.keepUnchanged()
 	// compact places again from this point with some jobs evicted: it
@@ -168,10 +171,10 @@ func PlaceJobs(nodes []api.Node, jobs []Job, rate func(job api.JobID, gpusPerNod
 		rows, err = s.pack(true)
 	}
 	if err != nil {
-		return fmt.Errorf("place: %w", err)
+		return nil, fmt.Errorf("place: %w", err)
 	}
 	if err := s.layOut(rows); err != nil {
-		return fmt.Errorf("place: %w", err)
+		return nil, fmt.Errorf("place: %w", err)
 	}
 	if !s.repacked {
 		s = s.compact(base, rate)
@@ -179,8 +182,7 @@ func PlaceJobs(nodes []api.Node, jobs []Job, rate func(job api.JobID, gpusPerNod
 	if rate != nil {
 		s.reshape(rate)
 	}
-	s.output(placed)
-	return nil
+	return s.output(), nil
 }
 
 // state is one placement in progress. Nodes are referred to by their index
@@ -201,7 +203,7 @@ type state struct {
 // job is one job with a positive allocation.
 type job struct {
 	id   api.JobID
-	slot int // index in PlaceJobs' jobs
+	slot int // index in PlaceJobs' list
 	want int
 	k    int // GPUs per worker
 	// old is Current[id] as given; at is the node index of each old worker,
@@ -223,7 +225,7 @@ type job struct {
 // nodeCount is a number of workers on one node, by index in name order.
 type nodeCount struct{ node, n int }
 
-func newState(in []api.Node, jobs []Job) (*state, error) {
+func newState(in []api.Node, count int, get func(i int) Job) (*state, error) {
 	nodes := in
 	byName := func(a, b api.Node) int { return cmp.Compare(a.Name, b.Name) }
 	if !slices.IsSortedFunc(nodes, byName) {
@@ -251,14 +253,19 @@ func newState(in []api.Node, jobs []Job) (*state, error) {
 		s.caps = append(s.caps, n.GPUs)
 	}
 	s.free = slices.Clone(s.caps)
-	total, old := 0, 0
-	for i := range jobs {
-		j := &jobs[i]
-		if i > 0 && jobs[i-1].ID >= j.ID {
+	total, old, placed := 0, 0, 0
+	var prev api.JobID
+	for i := range count {
+		j := get(i)
+		if i > 0 && prev >= j.ID {
 			return nil, fmt.Errorf("%w: job %s is listed out of order or twice", ErrInvalidInput, j.ID)
 		}
+		prev = j.ID
 		if j.Workers < 0 {
 			return nil, fmt.Errorf("%w: job %s is allocated %d workers", ErrInvalidInput, j.ID, j.Workers)
+		}
+		if j.Workers == 0 {
+			continue
 		}
 		k := max(j.GPUsPerWorker, 1)
 		if k > api.MaxGPUsPerWorker {
@@ -269,22 +276,23 @@ func newState(in []api.Node, jobs []Job) (*state, error) {
 		}
 		total += j.Workers * k
 		old += len(j.Current)
+		placed++
 	}
 	if total > capacity {
 		return nil, fmt.Errorf("%w: workers of %d GPUs for %d GPUs", ErrOverCapacity, total, capacity)
 	}
 	// One array each for the jobs and their old workers' nodes: at 100 000
 	// jobs, one allocation per job cost more than the placing.
-	store := make([]job, len(jobs))
+	store := make([]job, placed)
 	at := make([]int, old)
-	s.jobs = make([]*job, 0, len(jobs))
+	s.jobs = make([]*job, 0, placed)
 	var live []int
-	for i := range jobs {
-		in := &jobs[i]
+	for i := range count {
+		in := get(i)
 		if in.Workers == 0 {
 			continue
 		}
-		j := &store[i]
+		j := &store[len(s.jobs)]
 		*j = job{id: in.ID, want: in.Workers, k: max(in.GPUsPerWorker, 1), old: in.Current, at: at[:len(in.Current):len(in.Current)], slot: i}
 		at = at[len(in.Current):]
 		live = live[:0]
@@ -404,29 +412,31 @@ func (s *state) unkeep() {
 	}
 }
 
-// output binds worker indices to nodes and lists the moves, into placed
-// by the jobs' slots.
-func (s *state) output(placed []Placed) {
+// output binds worker indices to nodes and lists the jobs that do not stay
+// exactly where they run, with their moves, by slot.
+func (s *state) output() []Moved {
 	room := make([]int, len(s.names))
 	var nodes []int
+	var out []Moved
 	for _, j := range s.jobs {
 		nodes = bindIndices(j, room, nodes)
-		p := Placed{Nodes: j.old}
-		if !sameNodes(nodes, j.at) {
-			p.Nodes = make([]api.NodeName, len(nodes))
-			for i, n := range nodes {
-				p.Nodes[i] = s.names[n]
-			}
+		if sameNodes(nodes, j.at) {
+			continue
+		}
+		m := Moved{Slot: j.slot, Nodes: make([]api.NodeName, len(nodes))}
+		for i, n := range nodes {
+			m.Nodes[i] = s.names[n]
 		}
 		surviving := min(len(j.old), j.want)
 		for i := range surviving {
-			if j.old[i] != p.Nodes[i] {
-				p.Moves = append(p.Moves, api.WorkerMove{Index: i, From: j.old[i], To: p.Nodes[i]})
+			if j.old[i] != m.Nodes[i] {
+				m.Moves = append(m.Moves, api.WorkerMove{Index: i, From: j.old[i], To: m.Nodes[i]})
 			}
 		}
-		p.RestartAll = len(p.Moves) > 0 && len(p.Moves) == surviving
-		placed[j.slot] = p
+		m.RestartAll = len(m.Moves) > 0 && len(m.Moves) == surviving
+		out = append(out, m)
 	}
+	return out
 }
 
 // sameNodes reports whether a job's new nodes are its old ones, all of

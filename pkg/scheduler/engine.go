@@ -89,11 +89,10 @@ type Engine struct {
 	// snapJobs the records of its jobs, in the same order.
 	snap     []algorithm.Job
 	snapJobs []*Job
-	// decision, toPlace and placed are the policy's output and
-	// placement's input and output, buffers reused from round to round.
+	// decision is the policy's output, a buffer reused from round to
+	// round; moved the jobs the round's placement moves.
 	decision algorithm.Decision
-	toPlace  []placement.Job
-	placed   []placement.Placed
+	moved    []placement.Moved
 	nodes    map[api.NodeName]int
 	// sortedNodes caches Nodes(); nil when the nodes changed.
 	sortedNodes []api.Node

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/vodascheduler/voda/pkg/algorithm"
@@ -79,31 +78,34 @@ func (e *Engine) plan() (api.Plan, error) {
 	return api.Plan{Rescheduled: true, Actions: e.diff()}, nil
 }
 
-// place runs the placement of the planned sizes into e.placed, in the
-// order of e.active (by ID) for the jobs planned a size. The policies hand
-// out only workers that fit whole on a node, by their own best-fit packing
-// in their own order, but placement packs in another order (largest
-// workers first, running jobs where they are) and can, rarely, find no
-// room where the policy did. The job submitted last among those with
-// workers of several GPUs then gives up one worker (or, at its minimum,
-// all of them, and waits) and placement runs again, until everything fits:
-// the earliest jobs keep what the policy gave them. Each retry frees at
-// least one worker, so this ends. The trimmed job's reason says why.
+// place runs the placement of the planned sizes; e.moved receives the
+// jobs that do not stay where they run, by index in e.active. The policies
+// hand out only workers that fit whole on a node, by their own best-fit
+// packing in their own order, but placement packs in another order
+// (largest workers first, running jobs where they are) and can, rarely,
+// find no room where the policy did. The job submitted last among those
+// with workers of several GPUs then gives up one worker (or, at its
+// minimum, all of them, and waits) and placement runs again, until
+// everything fits: the earliest jobs keep what the policy gave them. Each
+// retry frees at least one worker, so this ends. The trimmed job's reason
+// says why.
 func (e *Engine) place() error {
-	for {
-		e.toPlace = e.toPlace[:0]
-		for _, j := range e.active {
-			if j.planned > 0 {
-				var current []api.NodeName
-				if j.Workers > 0 {
-					current = j.Nodes
-				}
-				e.toPlace = append(e.toPlace, placement.Job{ID: j.ID, Workers: j.planned, GPUsPerWorker: j.Spec.K(), Current: current})
-			}
+	// Placement reads e.active (sorted by ID) through this, rather than a
+	// copy of 100 000 entries.
+	job := func(i int) placement.Job {
+		j := e.active[i]
+		if j.planned == 0 {
+			return placement.Job{ID: j.ID}
 		}
-		e.placed = slices.Grow(e.placed[:0], len(e.toPlace))[:len(e.toPlace)]
-		err := placement.PlaceJobs(e.nodeList(), e.toPlace, e.rate, e.placed)
-		clear(e.toPlace) // it holds the jobs' node lists
+		var current []api.NodeName
+		if j.Workers > 0 {
+			current = j.Nodes
+		}
+		return placement.Job{ID: j.ID, Workers: j.planned, GPUsPerWorker: j.Spec.K(), Current: current}
+	}
+	for {
+		var err error
+		e.moved, err = placement.PlaceJobs(e.nodeList(), len(e.active), job, e.rate)
 		if _, ok := errors.AsType[*placement.NoFitError](err); !ok {
 			return err
 		}
@@ -148,12 +150,14 @@ func (e *Engine) diff() []api.Action {
 		migrate
 	)
 	policy := e.policy.Name()
-	next := 0 // e.placed's entry of the next job planned a size
-	for _, j := range e.active {
-		var p placement.Placed
-		if j.planned > 0 {
-			p, e.placed[next] = e.placed[next], placement.Placed{}
-			next++
+	moved := e.moved
+	e.moved = nil
+	for i, j := range e.active {
+		// A job placement does not list stays where it runs: at its size
+		// it gets no action.
+		var p placement.Moved
+		if len(moved) > 0 && moved[0].Slot == i {
+			p, moved = moved[0], moved[1:]
 		}
 		id := j.ID
 		o, n := j.Workers, j.planned

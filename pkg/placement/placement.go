@@ -253,61 +253,64 @@ func newState(in []api.Node, count int, get func(i int) Job) (*state, error) {
 		s.caps = append(s.caps, n.GPUs)
 	}
 	s.free = slices.Clone(s.caps)
-	total, old, placed := 0, 0, 0
+	// One pass over the jobs (reading each costs a cache miss at 100 000
+	// jobs), into slabs for the jobs and for their old workers' nodes: one
+	// allocation per job cost more than the placing.
+	const slab = 1024
+	total := 0
 	var prev api.JobID
-	for i := range count {
-		j := get(i)
-		if i > 0 && prev >= j.ID {
-			return nil, fmt.Errorf("%w: job %s is listed out of order or twice", ErrInvalidInput, j.ID)
-		}
-		prev = j.ID
-		if j.Workers < 0 {
-			return nil, fmt.Errorf("%w: job %s is allocated %d workers", ErrInvalidInput, j.ID, j.Workers)
-		}
-		if j.Workers == 0 {
-			continue
-		}
-		k := max(j.GPUsPerWorker, 1)
-		if k > api.MaxGPUsPerWorker {
-			return nil, fmt.Errorf("%w: job %s has %d GPUs per worker, more than %d", ErrInvalidInput, j.ID, k, api.MaxGPUsPerWorker)
-		}
-		if j.Workers > (MaxWorkers-total)/k {
-			return nil, fmt.Errorf("%w: more than %d GPUs in all", ErrOverCapacity, MaxWorkers)
-		}
-		total += j.Workers * k
-		old += len(j.Current)
-		placed++
-	}
-	if total > capacity {
-		return nil, fmt.Errorf("%w: workers of %d GPUs for %d GPUs", ErrOverCapacity, total, capacity)
-	}
-	// One array each for the jobs and their old workers' nodes: at 100 000
-	// jobs, one allocation per job cost more than the placing.
-	store := make([]job, placed)
-	at := make([]int, old)
-	s.jobs = make([]*job, 0, placed)
-	var live []int
+	var jobs []job
+	var at, live []int
 	for i := range count {
 		in := get(i)
+		if i > 0 && prev >= in.ID {
+			return nil, fmt.Errorf("%w: job %s is listed out of order or twice", ErrInvalidInput, in.ID)
+		}
+		prev = in.ID
+		if in.Workers < 0 {
+			return nil, fmt.Errorf("%w: job %s is allocated %d workers", ErrInvalidInput, in.ID, in.Workers)
+		}
 		if in.Workers == 0 {
 			continue
 		}
-		j := &store[len(s.jobs)]
-		*j = job{id: in.ID, want: in.Workers, k: max(in.GPUsPerWorker, 1), old: in.Current, at: at[:len(in.Current):len(in.Current)], slot: i}
-		at = at[len(in.Current):]
+		k := max(in.GPUsPerWorker, 1)
+		if k > api.MaxGPUsPerWorker {
+			return nil, fmt.Errorf("%w: job %s has %d GPUs per worker, more than %d", ErrInvalidInput, in.ID, k, api.MaxGPUsPerWorker)
+		}
+		if in.Workers > (MaxWorkers-total)/k {
+			return nil, fmt.Errorf("%w: more than %d GPUs in all", ErrOverCapacity, MaxWorkers)
+		}
+		total += in.Workers * k
+		if len(jobs) == cap(jobs) {
+			jobs = make([]job, 0, slab)
+		}
+		if n := len(in.Current); cap(at)-len(at) < n {
+			at = make([]int, 0, max(n, 8*slab))
+		}
+		jobs = append(jobs, job{id: in.ID, want: in.Workers, k: k, old: in.Current, slot: i})
+		j := &jobs[len(jobs)-1]
+		j.at = at[len(at) : len(at)+len(in.Current) : len(at)+len(in.Current)]
+		at = at[:len(at)+len(in.Current)]
 		live = live[:0]
 		for w, name := range in.Current {
-			n, ok := index[name]
-			if !ok {
-				n = -1
+			// Workers of a job mostly share nodes: the same name is the
+			// same string, compared without hashing.
+			n := -1
+			if w > 0 && name == in.Current[w-1] {
+				n = j.at[w-1]
+			} else if x, ok := index[name]; ok {
+				n = x
 			}
 			j.at[w] = n
-			if n >= 0 && w < j.want {
+			if n >= 0 && w < in.Workers {
 				live = append(live, n)
 			}
 		}
 		j.survivors = countNodes(live)
 		s.jobs = append(s.jobs, j)
+	}
+	if total > capacity {
+		return nil, fmt.Errorf("%w: workers of %d GPUs for %d GPUs", ErrOverCapacity, total, capacity)
 	}
 	return s, nil
 }

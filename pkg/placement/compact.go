@@ -76,10 +76,10 @@ func gatherGains(j *job, rate func(api.JobID, []int) float64) bool {
 // keptLayout returns each node's capacity less its kept jobs' GPUs, and
 // per node the kept jobs that lie on it alone, smallest first (then by
 // ID): what evictionFor reads for every job it tries to gather.
-func (s *state) keptLayout() (room []int, whole [][]int) {
+func (s *state) keptLayout() (room []int, whole [][]lone) {
 	room = slices.Clone(s.caps)
 	count := make([]int, len(s.caps))
-	lone := 0
+	total := 0
 	for _, o := range s.jobs {
 		if !o.kept {
 			continue
@@ -89,11 +89,11 @@ func (s *state) keptLayout() (room []int, whole [][]int) {
 		}
 		if len(o.final) == 1 {
 			count[o.final[0].node]++
-			lone++
+			total++
 		}
 	}
-	flat := make([]int, 0, lone)
-	whole = make([][]int, len(s.caps))
+	flat := make([]lone, 0, total)
+	whole = make([][]lone, len(s.caps))
 	for n, k := range count {
 		whole[n] = flat[len(flat):len(flat)]
 		flat = flat[:len(flat)+k]
@@ -101,27 +101,29 @@ func (s *state) keptLayout() (room []int, whole [][]int) {
 	for i, o := range s.jobs {
 		if o.kept && len(o.final) == 1 {
 			n := o.final[0].node
-			whole[n] = append(whole[n], i)
+			whole[n] = append(whole[n], lone{job: i, gpus: o.want * o.k})
 		}
 	}
 	for _, cands := range whole {
-		slices.SortFunc(cands, func(a, b int) int {
-			ja, jb := s.jobs[a], s.jobs[b]
-			if c := cmp.Compare(ja.want*ja.k, jb.want*jb.k); c != 0 {
+		slices.SortFunc(cands, func(a, b lone) int {
+			if c := cmp.Compare(a.gpus, b.gpus); c != 0 {
 				return c
 			}
-			return cmp.Compare(ja.id, jb.id)
+			return cmp.Compare(s.jobs[a.job].id, s.jobs[b.job].id)
 		})
 	}
 	return room, whole
 }
+
+// lone is a kept job that lies on one node, and its GPUs.
+type lone struct{ job, gpus int }
 
 // evictionFor chooses the node for job ji that frees enough room for it by
 // moving the fewest GPUs of unchanged jobs lying whole on it, each smaller
 // than the job, together no more GPUs than the job. Nodes taken by earlier
 // evictions are skipped; ties go to the lowest node index. room and whole
 // are keptLayout's.
-func (s *state) evictionFor(ji int, done []eviction, room []int, whole [][]int) (eviction, bool) {
+func (s *state) evictionFor(ji int, done []eviction, room []int, whole [][]lone) (eviction, bool) {
 	j := s.jobs[ji]
 	g := j.want * j.k
 	// At most maxCompactions earlier evictions: lists beat maps here.
@@ -150,16 +152,15 @@ func (s *state) evictionFor(ji int, done []eviction, room []int, whole [][]int) 
 		free, cost := room[n], 0
 		var set []int
 		for _, o := range whole[n] {
-			w := s.jobs[o].want * s.jobs[o].k
-			if o == ji || w >= g || slices.Contains(moved, o) {
+			if o.job == ji || o.gpus >= g || slices.Contains(moved, o.job) {
 				continue
 			}
 			if free >= g || cost >= bestCost {
 				break
 			}
-			free += w
-			cost += w
-			set = append(set, o)
+			free += o.gpus
+			cost += o.gpus
+			set = append(set, o.job)
 		}
 		if free >= g && cost < bestCost {
 			bestNode, bestCost, bestSet = n, cost, set

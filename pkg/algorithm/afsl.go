@@ -101,7 +101,7 @@ func (t *tournament) grant(c *capacity, d *Decision) bool {
 		c.take(j.k(), j.Min)
 	default:
 		a.active = false
-		d.Reasons[t.idx[w]] = noRoom(j, j.Min, c)
+		d.reason(t.idx[w], noRoom(j, j.Min, c))
 	}
 	if a.active && (a.n >= j.Max || !(j.S(a.n+1) > j.S(a.n))) {
 		a.active = false
@@ -124,9 +124,9 @@ func (AFSL) decide(s *Snapshot, d *Decision) error {
 		d.Workers[i] = a.n
 		switch {
 		case a.n > 0:
-			d.Reasons[i] = allocated(a.job, a.n)
+			d.reason(i, allocated(a.job, a.n))
 		case a.active:
-			d.Reasons[i] = noRoom(a.job, a.job.Min, &c)
+			d.reason(i, noRoom(a.job, a.job.Min, &c))
 		}
 	}
 	return nil

@@ -234,7 +234,7 @@ func elastic(s *Snapshot, idx []int, d *Decision) {
 	}
 	for _, i := range idx {
 		if n := d.Workers[i]; n > 0 {
-			d.Reasons[i] = allocated(&s.Jobs[i], n)
+			d.reason(i, allocated(&s.Jobs[i], n))
 		}
 	}
 }

@@ -277,3 +277,39 @@ func TestEmptySnapshots(t *testing.T) {
 		}
 	}
 }
+
+// Decide gives what Allocate gives, in snapshot order, also when the
+// reasons go to Report instead of the decision, and reuses its buffers
+// from one snapshot to the next.
+func TestDecideAgreesWithAllocate(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, p := range allPolicies(t) {
+		var plain, reported algorithm.Decision
+		for iter := range 300 {
+			snap := randomSnapshot(r)
+			want, err := p.Allocate(snap)
+			if err != nil {
+				t.Fatalf("%s, iteration %d: %v", p.Name(), iter, err)
+			}
+			if err := algorithm.Decide(p, snap, &plain); err != nil {
+				t.Fatalf("%s, iteration %d: Decide: %v", p.Name(), iter, err)
+			}
+			got := make([]algorithm.Reason, len(snap.Jobs))
+			reported.Report = func(i int, r algorithm.Reason) { got[i] = r }
+			if err := algorithm.Decide(p, snap, &reported); err != nil {
+				t.Fatalf("%s, iteration %d: Decide with Report: %v", p.Name(), iter, err)
+			}
+			if len(reported.Reasons) != 0 {
+				t.Fatalf("%s, iteration %d: %d reasons kept beside Report", p.Name(), iter, len(reported.Reasons))
+			}
+			for i, j := range snap.Jobs {
+				if n := want.Allocation[j.ID]; plain.Workers[i] != n || reported.Workers[i] != n {
+					t.Fatalf("%s, iteration %d: %s gets %d and %d, Allocate %d", p.Name(), iter, j.ID, plain.Workers[i], reported.Workers[i], n)
+				}
+				if w := want.Reasons[j.ID]; plain.Reasons[i] != w || got[i] != w {
+					t.Fatalf("%s, iteration %d: %s's reason %+v and %+v, Allocate %+v", p.Name(), iter, j.ID, plain.Reasons[i], got[i], w)
+				}
+			}
+		}
+	}
+}

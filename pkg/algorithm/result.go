@@ -194,13 +194,33 @@ func noRoom(j *Job, n int, c *capacity) Reason {
 type Decision struct {
 	Workers []int
 	Reasons []Reason
+	// Report, when set, receives each reason as the policy decides it,
+	// by job index, instead of Reasons, which stays empty: the last one
+	// for a job is its reason, and a job reported none has the zero
+	// Reason. A caller that keeps a reason per job saves a copy of them
+	// all. Should the decision then fail its check (a policy's bug),
+	// the reasons reported stand.
+	Report func(i int, r Reason)
 }
 
 // reset sizes the decision for n jobs, every entry zero, reusing its
 // buffers.
 func (d *Decision) reset(n int) {
 	d.Workers = zeroed(d.Workers, n)
+	if d.Report != nil {
+		d.Reasons = d.Reasons[:0]
+		return
+	}
 	d.Reasons = zeroed(d.Reasons, n)
+}
+
+// reason records job i's reason.
+func (d *Decision) reason(i int, r Reason) {
+	if d.Report != nil {
+		d.Report(i, r)
+		return
+	}
+	d.Reasons[i] = r
 }
 
 // zeroed returns b resized to n zero elements, reallocated only when it
@@ -215,7 +235,7 @@ func zeroed[T any](b []T, n int) []T {
 }
 
 // set records job i's allocation and reason.
-func (d *Decision) set(i, n int, r Reason) { d.Workers[i], d.Reasons[i] = n, r }
+func (d *Decision) set(i, n int, r Reason) { d.Workers[i] = n; d.reason(i, r) }
 
 // Decide runs the policy on s into d, reusing d's buffers, and validates
 // the decision as Allocate does. Unlike Allocate it does not look for
@@ -234,7 +254,7 @@ func Decide(p Policy, s Snapshot, d *Decision) error {
 
 // allocate is every policy's Allocate: its decision keyed by job ID.
 func allocate(p Policy, s Snapshot) (Result, error) {
-	var d Decision
+	var d Decision // reasons in d.Reasons
 	if err := Decide(p, s, &d); err != nil {
 		return Result{}, err
 	}
@@ -254,7 +274,7 @@ func allocate(p Policy, s Snapshot) (Result, error) {
 // decision is checked, so a bug surfaces as an error the engine can
 // survive rather than as a bad plan.
 func validateDecision(s *Snapshot, d *Decision) error {
-	if len(d.Workers) != len(s.Jobs) || len(d.Reasons) != len(s.Jobs) {
+	if len(d.Workers) != len(s.Jobs) || d.Report == nil && len(d.Reasons) != len(s.Jobs) {
 		return fmt.Errorf("decision holds %d allocations and %d reasons, snapshot has %d jobs", len(d.Workers), len(d.Reasons), len(s.Jobs))
 	}
 	total := 0

@@ -276,11 +276,11 @@ func (t ElasticTiresias) decide(s *Snapshot, d *Decision) error {
 		j := &s.Jobs[i]
 		switch {
 		case alloc[i] == 0:
-			d.Reasons[i] = noRoom(j, j.Min, &c)
+			d.reason(i, noRoom(j, j.Min, &c))
 		case compacted[i] && alloc[i] == j.Min:
-			d.Reasons[i] = Reason{Code: Compacted, Workers: Narrow(alloc[i]), PerWorker: Narrow(j.GPUsPerWorker), Waiting: Narrow(waitingAfter)}
+			d.reason(i, Reason{Code: Compacted, Workers: Narrow(alloc[i]), PerWorker: Narrow(j.GPUsPerWorker), Waiting: Narrow(waitingAfter)})
 		default:
-			d.Reasons[i] = allocated(j, alloc[i])
+			d.reason(i, allocated(j, alloc[i]))
 		}
 	}
 	return nil

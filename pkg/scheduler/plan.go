@@ -278,14 +278,20 @@ func (e *Engine) allocateUnqueued(snap algorithm.Snapshot) error {
 		snap.NodeGPUs = nil
 	}
 	snap.GPUs = max(snap.GPUs, 0)
-	if err := algorithm.Decide(e.policy, snap, &e.decision); err != nil {
+	// The reasons go straight to the jobs' records, without a copy of
+	// them all.
+	for _, j := range keptJobs {
+		j.setReason(algorithm.Reason{})
+	}
+	e.decision.Report = func(i int, r algorithm.Reason) { keptJobs[i].setReason(r) }
+	err := algorithm.Decide(e.policy, snap, &e.decision)
+	e.decision.Report = nil
+	if err != nil {
 		return err
 	}
 	for i, j := range keptJobs {
 		j.planned = e.decision.Workers[i]
-		j.setReason(e.decision.Reasons[i])
 	}
-	clear(e.decision.Reasons) // they may name queues and problems
 	for _, j := range held {
 		j.planned = j.Workers
 		j.setReason(algorithm.Reason{Code: algorithm.NoQueue, Queue: j.Spec.ClusterQueue, Problem: j.QueueProblem,

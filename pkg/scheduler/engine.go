@@ -109,9 +109,9 @@ type Engine struct {
 	scheduled    bool      // a rescheduling has happened
 	lastSchedule time.Time
 
-	// assumed holds, per job, what the last plan changed of its record,
-	// so a failed action can be undone.
-	assumed map[api.JobID]undo
+	// undos holds what the last plan changed of each job's record, so a
+	// failed action can be undone (see Job.undoAt).
+	undos []undo
 
 	stopwatch func() time.Time
 	lastRound RoundTimes
@@ -173,7 +173,6 @@ func New(cfg Config) (*Engine, error) {
 		jobs:      map[api.JobID]*Job{},
 		nodes:     map[api.NodeName]int{},
 		now:       cfg.Clock.Now(),
-		assumed:   map[api.JobID]undo{},
 	}, nil
 }
 
@@ -357,7 +356,7 @@ func (e *Engine) remove(id api.JobID) error {
 		e.dirty = true
 	}
 	delete(e.jobs, id)
-	delete(e.assumed, id)
+	j.undoAt = 0
 	return nil
 }
 
@@ -373,7 +372,7 @@ func (e *Engine) finish(id api.JobID, phase api.Phase, msg string) error {
 	j.setMessage(msg)
 	j.Workers, j.Nodes = 0, nil
 	e.deactivate(id)
-	delete(e.assumed, id)
+	j.undoAt = 0
 	e.dirty = true
 	return nil
 }
@@ -392,7 +391,7 @@ func (e *Engine) stall(ev JobStalled) error {
 	j.Phase, j.Workers, j.Nodes = api.PhaseWaiting, 0, nil
 	j.Preemptions++
 	j.setMessage("requeued: " + ev.Reason)
-	delete(e.assumed, ev.ID)
+	j.undoAt = 0
 	e.dirty, e.needPlacement = true, true
 	return nil
 }
@@ -677,16 +676,15 @@ func (e *Engine) nodeList() []api.Node {
 func (e *Engine) forget(ev ActionFailed) {
 	id := ev.Action.Job
 	j, ok := e.jobs[id]
-	prev, had := e.assumed[id]
-	if !ok || !had || !j.active() {
+	if !ok || j.undoAt == 0 || !j.active() {
 		return
 	}
-	prev.restore(j)
+	e.undos[j.undoAt-1].restore(j)
 	msg := fmt.Sprintf("%s failed", strings.ToLower(string(ev.Action.Kind)))
 	if ev.Err != nil {
 		msg += ": " + ev.Err.Error()
 	}
 	j.setMessage(msg + "; retrying at the next rescheduling")
-	delete(e.assumed, id)
+	j.undoAt = 0
 	e.dirty, e.needPlacement = true, true
 }

@@ -71,6 +71,9 @@ type Job struct {
 	hasReason bool
 	// planned is the workers the round being planned gives the job.
 	planned int
+	// undoAt is, counting from 1, the job's entry in Engine.undos: what
+	// the last plan changed of it; 0 for none.
+	undoAt int32
 }
 
 // setReason records the policy's reason, formatted only when read.
@@ -123,9 +126,11 @@ func (j *Job) advance(dt float64) {
 	}
 }
 
-// clone returns a deep copy with its message formatted.
+// clone returns a deep copy with its message formatted, without what
+// belongs to the engine's last round.
 func (j *Job) clone() Job {
 	c := *j
+	c.planned, c.undoAt = 0, 0
 	c.Nodes = append([]api.NodeName(nil), j.Nodes...)
 	if c.hasReason {
 		c.Message, c.hasReason = c.reason.String(), false
@@ -137,25 +142,32 @@ func (j *Job) clone() Job {
 // forget puts back when the action fails. It is kept for every action of
 // the last round, a start for every job after a restart, so it is small.
 type undo struct {
-	phase                           api.Phase
+	job                             *Job
 	nodes                           []api.NodeName
 	lastStarted                     time.Time
 	workers                         int32
 	rescales, restarts, preemptions int32
-	// neverStarted says FirstStarted was zero: only a start sets it.
-	neverStarted bool
+	// running says the job ran (actions are for active jobs: it waited
+	// otherwise); neverStarted that FirstStarted was zero, which only a
+	// start changes.
+	running, neverStarted bool
 }
 
 // undoOf saves what an action may change of j. Actions replace j.Nodes
 // rather than change its elements, so the slice is shared, not copied.
 func undoOf(j *Job) undo {
-	return undo{phase: j.Phase, workers: int32(j.Workers), nodes: j.Nodes, neverStarted: j.FirstStarted.IsZero(), lastStarted: j.LastStarted,
+	return undo{job: j, running: j.Phase == api.PhaseRunning, workers: int32(j.Workers), nodes: j.Nodes,
+		neverStarted: j.FirstStarted.IsZero(), lastStarted: j.LastStarted,
 		rescales: int32(j.Rescales), restarts: int32(j.Restarts), preemptions: int32(j.Preemptions)}
 }
 
 // restore puts back what undoOf saved.
 func (u undo) restore(j *Job) {
-	j.Phase, j.Workers, j.Nodes = u.phase, int(u.workers), u.nodes
+	j.Phase = api.PhaseWaiting
+	if u.running {
+		j.Phase = api.PhaseRunning
+	}
+	j.Workers, j.Nodes = int(u.workers), u.nodes
 	if u.neverStarted {
 		j.FirstStarted = time.Time{}
 	}

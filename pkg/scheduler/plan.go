@@ -216,15 +216,20 @@ func (e *Engine) migrationReason(moves []api.WorkerMove) string {
 // succeeded, remembering each changed job's previous record so a failed
 // action can be undone.
 func (e *Engine) assume(plan api.Plan) {
-	if len(e.assumed) > 1024 {
-		// A map keeps its room when cleared: let a large round's go.
-		e.assumed = make(map[api.JobID]undo, len(plan.Actions))
+	for _, u := range e.undos {
+		u.job.undoAt = 0
 	}
-	clear(e.assumed)
+	clear(e.undos) // the jobs may leave
+	e.undos = e.undos[:0]
+	if n := len(plan.Actions); cap(e.undos) < n || cap(e.undos) > 4*n+1024 {
+		// Let a large round's room go.
+		e.undos = make([]undo, 0, n)
+	}
 	for _, a := range plan.Actions {
 		j := e.jobs[a.Job]
-		if _, saved := e.assumed[a.Job]; !saved {
-			e.assumed[a.Job] = undoOf(j)
+		if j.undoAt == 0 {
+			e.undos = append(e.undos, undoOf(j))
+			j.undoAt = int32(len(e.undos))
 		}
 		switch a.Kind {
 		case api.ActionHalt:

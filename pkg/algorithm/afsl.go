@@ -115,7 +115,7 @@ func (t *tournament) grant(c *capacity, d *Decision) bool {
 func (p AFSL) Allocate(s Snapshot) (Result, error) { return allocate(p, s) }
 
 func (AFSL) decide(s *Snapshot, d *Decision) error {
-	t := newTournament(s)
+	t := newTournament(s, &d.order)
 	c := newCapacity(s)
 	for c.free > 0 && t.grant(&c, d) {
 	}

@@ -140,7 +140,7 @@ func TestAFSLBlockSummariesCoverTheirJobs(t *testing.T) {
 		if iter >= 40 { // several super-blocks
 			s = randomAFSLJobs(r, 4096+r.IntN(5000), 500+r.IntN(1500), true)
 		}
-		tr := newTournament(&s)
+		tr := newTournament(&s, nil)
 		var res Decision
 		res.reset(len(s.Jobs))
 		c := newCapacity(&s)

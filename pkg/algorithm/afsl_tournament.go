@@ -77,8 +77,8 @@ type block struct {
 // its summary recomputed.
 const tightenAfter = 4
 
-func newTournament(s *Snapshot) *tournament {
-	idx := orderByKeys(s.Jobs, noKey)
+func newTournament(s *Snapshot, buf *orderBuf) *tournament {
+	idx := arrivalOrder(s.Jobs, buf)
 	n := len(idx)
 	nb := (n + blockJobs - 1) / blockJobs
 	t := &tournament{idx: idx, st: make([]afsState, n), running: make([]uint64, nb), busy: make([]uint64, (nb+63)/64),

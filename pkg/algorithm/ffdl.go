@@ -40,7 +40,7 @@ func (p FfDLOptimizer) Allocate(s Snapshot) (Result, error) { return allocate(p,
 func (FfDLOptimizer) decide(s *Snapshot, d *Decision) error {
 	c := newCapacity(s)
 	var admitted []int
-	for _, i := range orderByKeys(s.Jobs, noKey) {
+	for _, i := range arrivalOrder(s.Jobs, &d.order) {
 		j := &s.Jobs[i]
 		if c.fits(j.k(), j.Min) {
 			c.take(j.k(), j.Min)

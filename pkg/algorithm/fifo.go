@@ -32,7 +32,7 @@ func (ElasticFIFO) Name() string { return NameElasticFIFO }
 func (p FIFO) Allocate(s Snapshot) (Result, error) { return allocate(p, s) }
 
 func (FIFO) decide(s *Snapshot, d *Decision) error {
-	rigid(s, orderByKeys(s.Jobs, noKey), d)
+	rigid(s, arrivalOrder(s.Jobs, &d.order), d)
 	return nil
 }
 
@@ -42,7 +42,7 @@ func noKey(*Job, int) (int64, time.Time) { return 0, time.Time{} }
 func (p ElasticFIFO) Allocate(s Snapshot) (Result, error) { return allocate(p, s) }
 
 func (ElasticFIFO) decide(s *Snapshot, d *Decision) error {
-	elastic(s, orderByKeys(s.Jobs, noKey), d)
+	elastic(s, arrivalOrder(s.Jobs, &d.order), d)
 	return nil
 }
 
@@ -85,8 +85,14 @@ type sortKey struct {
 // order is found by grouping the jobs by their first key (there are few:
 // one for FIFO, queue and started-or-not for Tiresias) and sorting only the
 // groups that are not in order yet.
-func orderByKeys(jobs []Job, key func(j *Job, i int) (k1 int64, k2 time.Time)) []int {
-	keys := make([]sortKey, len(jobs))
+//
+// buf, when not nil, lends its buffers, which the result then shares.
+func orderByKeys(jobs []Job, key func(j *Job, i int) (k1 int64, k2 time.Time), buf *orderBuf) []int {
+	if buf == nil {
+		buf = &orderBuf{}
+	}
+	keys := zeroed(buf.keys, len(jobs))
+	buf.keys = keys
 	for i := range jobs {
 		j := &jobs[i]
 		k1, k2 := key(j, i)
@@ -109,11 +115,38 @@ func orderByKeys(jobs []Job, key func(j *Job, i int) (k1 int64, k2 time.Time)) [
 		return cmp.Compare(jobs[a.i].ID, jobs[b.i].ID)
 	}
 	if !slices.IsSortedFunc(keys, compare) {
-		keys = sortByGroups(keys, compare)
+		keys = sortByGroups(keys, compare, buf)
 	}
-	idx := make([]int, len(keys))
+	idx := zeroed(buf.idx, len(keys))
+	buf.idx = idx
 	for n, k := range keys {
 		idx[n] = int(k.i)
+	}
+	return idx
+}
+
+// arrivalOrder is orderByKeys with no key: submission order, then ID. The
+// engine passes the jobs in that order, so it is mostly checked, without
+// the keys.
+func arrivalOrder(jobs []Job, buf *orderBuf) []int {
+	for i := 1; i < len(jobs); i++ {
+		a, b := &jobs[i-1], &jobs[i]
+		// As orderByKeys compares times: seconds, then nanoseconds.
+		c := cmp.Compare(a.Submitted.Unix(), b.Submitted.Unix())
+		if c == 0 {
+			c = cmp.Compare(a.Submitted.Nanosecond(), b.Submitted.Nanosecond())
+		}
+		if c > 0 || c == 0 && a.ID > b.ID {
+			return orderByKeys(jobs, noKey, buf)
+		}
+	}
+	if buf == nil {
+		buf = &orderBuf{}
+	}
+	idx := zeroed(buf.idx, len(jobs))
+	buf.idx = idx
+	for i := range idx {
+		idx[i] = i
 	}
 	return idx
 }
@@ -122,8 +155,8 @@ func orderByKeys(jobs []Job, key func(j *Job, i int) (k1 int64, k2 time.Time)) [
 // takes few values, keys are grouped by k1 in one counting pass, keeping
 // their order within each group, and only the groups out of order are
 // sorted; otherwise keys are sorted whole.
-func sortByGroups(keys []sortKey, compare func(a, b sortKey) int) []sortKey {
-	grouped, ok := groupByFirstKey(keys)
+func sortByGroups(keys []sortKey, compare func(a, b sortKey) int, buf *orderBuf) []sortKey {
+	grouped, ok := groupByFirstKey(keys, buf)
 	if !ok {
 		slices.SortFunc(keys, compare)
 		return keys
@@ -144,7 +177,7 @@ func sortByGroups(keys []sortKey, compare func(a, b sortKey) int) []sortKey {
 // groupByFirstKey orders keys by k1 alone, keeping the order within each
 // k1 (a counting sort). It reports false, having done nothing, when k1
 // takes more than a few values.
-func groupByFirstKey(keys []sortKey) ([]sortKey, bool) {
+func groupByFirstKey(keys []sortKey, buf *orderBuf) ([]sortKey, bool) {
 	const most = 16
 	var firsts []int64
 	for _, k := range keys {
@@ -165,7 +198,8 @@ func groupByFirstKey(keys []sortKey) ([]sortKey, bool) {
 	for g := 1; g < len(start); g++ {
 		start[g] += start[g-1]
 	}
-	out := make([]sortKey, len(keys))
+	out := zeroed(buf.grouped, len(keys))
+	buf.grouped = out
 	for _, k := range keys {
 		g, _ := slices.BinarySearch(firsts, k.k1)
 		out[start[g]] = k
@@ -237,4 +271,11 @@ func elastic(s *Snapshot, idx []int, d *Decision) {
 			d.reason(i, allocated(&s.Jobs[i], n))
 		}
 	}
+}
+
+// orderBuf holds orderByKeys' buffers, which a Decision keeps from one
+// round to the next.
+type orderBuf struct {
+	keys, grouped []sortKey
+	idx           []int
 }

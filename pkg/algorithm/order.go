@@ -25,10 +25,10 @@ func ServiceOrder(p Policy, s *Snapshot) []int {
 	case SRJF, ElasticSRJF, AFSL:
 		return order(s.Jobs, byRemaining(s.Jobs))
 	case Tiresias:
-		idx, _ := tiresiasOrder(s, p.Config)
+		idx, _ := tiresiasOrder(s, p.Config, nil)
 		return idx
 	case ElasticTiresias:
-		idx, _ := tiresiasOrder(s, p.Config)
+		idx, _ := tiresiasOrder(s, p.Config, nil)
 		return idx
 	case HeSRPT:
 		cfg := p.Config.sane()
@@ -40,5 +40,5 @@ func ServiceOrder(p Policy, s *Snapshot) []int {
 		}
 		return order(s.Jobs, func(x, y int) int { return cmp.Compare(w[y], w[x]) })
 	}
-	return orderByKeys(s.Jobs, func(*Job, int) (int64, time.Time) { return 0, time.Time{} })
+	return orderByKeys(s.Jobs, func(*Job, int) (int64, time.Time) { return 0, time.Time{} }, nil)
 }

@@ -20,7 +20,12 @@ func TestOrderByKeysMatchesComparators(t *testing.T) {
 		time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)}
 	rng := rand.New(rand.NewPCG(1, 2))
 	cfg := DefaultTiresias()
+	var buf orderBuf // lent to every other call, as a Decision lends its own
 	for round := range 600 {
+		b := &buf
+		if round%3 == 0 {
+			b = nil
+		}
 		jobs := make([]Job, 1+rng.IntN(40))
 		for i := range jobs {
 			jobs[i] = Job{ID: api.JobID(fmt.Sprintf("j%d", rng.IntN(60))), Submitted: times[rng.IntN(len(times))],
@@ -30,7 +35,7 @@ func TestOrderByKeysMatchesComparators(t *testing.T) {
 			slices.SortStableFunc(jobs, func(a, b Job) int { return byArrival(&a, &b) })
 		}
 		byWorkers := func(j *Job, _ int) (int64, time.Time) { return int64(j.Workers), j.FirstStarted }
-		if got, want := orderByKeys(jobs, byWorkers), order(jobs, func(x, y int) int {
+		if got, want := orderByKeys(jobs, byWorkers, b), order(jobs, func(x, y int) int {
 			if c := cmp.Compare(jobs[x].Workers, jobs[y].Workers); c != 0 {
 				return c
 			}
@@ -38,11 +43,14 @@ func TestOrderByKeysMatchesComparators(t *testing.T) {
 		}); !sameOrderBy(jobs, got, want, func(x, y int) bool { return jobs[x].Workers == jobs[y].Workers && jobs[x].Queue == jobs[y].Queue }) {
 			t.Fatalf("round %d: order by workers %v, comparator %v", round, got, want)
 		}
-		if got, want := orderByKeys(jobs, noKey), order(jobs, nil); !sameOrder(jobs, got, want) {
+		if got, want := orderByKeys(jobs, noKey, b), order(jobs, nil); !sameOrder(jobs, got, want) {
 			t.Fatalf("round %d: arrival order %v, comparator %v", round, got, want)
 		}
+		if got, want := arrivalOrder(jobs, b), order(jobs, nil); !sameOrder(jobs, got, want) {
+			t.Fatalf("round %d: arrival order %v without keys, comparator %v", round, got, want)
+		}
 		s := Snapshot{Jobs: jobs}
-		got, queues := tiresiasOrder(&s, cfg)
+		got, queues := tiresiasOrder(&s, cfg, b)
 		want := order(jobs, func(x, y int) int {
 			if c := cmp.Compare(queues[x], queues[y]); c != 0 {
 				return c

@@ -201,6 +201,9 @@ type Decision struct {
 	// all. Should the decision then fail its check (a policy's bug),
 	// the reasons reported stand.
 	Report func(i int, r Reason)
+
+	// order holds the policies' sorting buffers from round to round.
+	order orderBuf
 }
 
 // reset sizes the decision for n jobs, every entry zero, reusing its

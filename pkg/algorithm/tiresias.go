@@ -173,14 +173,14 @@ func (t Tiresias) decide(s *Snapshot, d *Decision) error {
 	if err := t.Config.Validate(); err != nil {
 		return err
 	}
-	idx, _ := tiresiasOrder(s, t.Config)
+	idx, _ := tiresiasOrder(s, t.Config, &d.order)
 	rigid(s, idx, d)
 	return nil
 }
 
 // tiresiasOrder sorts jobs by queue, then first start (never-started last),
 // then submission; it also returns each job's queue by index.
-func tiresiasOrder(s *Snapshot, c TiresiasConfig) ([]int, []int) {
+func tiresiasOrder(s *Snapshot, c TiresiasConfig, buf *orderBuf) ([]int, []int) {
 	queues := make([]int, len(s.Jobs))
 	for i := range s.Jobs {
 		queues[i] = c.QueueOf(&s.Jobs[i])
@@ -193,7 +193,7 @@ func tiresiasOrder(s *Snapshot, c TiresiasConfig) ([]int, []int) {
 			k |= 1
 		}
 		return k, j.FirstStarted
-	})
+	}, buf)
 	return idx, queues
 }
 
@@ -204,7 +204,7 @@ func (t ElasticTiresias) decide(s *Snapshot, d *Decision) error {
 	if err := t.Config.Validate(); err != nil {
 		return err
 	}
-	idx, queues := tiresiasOrder(s, t.Config)
+	idx, queues := tiresiasOrder(s, t.Config, &d.order)
 	alloc := d.Workers
 	c := newCapacity(s)
 

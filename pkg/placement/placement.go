@@ -261,6 +261,8 @@ func newState(in []api.Node, count int, get func(i int) Job) (*state, error) {
 	var prev api.JobID
 	var jobs []job
 	var at, live []int
+	var counts []nodeCount
+	s.jobs = make([]*job, 0, count)
 	for i := range count {
 		in := get(i)
 		if i > 0 && prev >= in.ID {
@@ -306,7 +308,12 @@ func newState(in []api.Node, count int, get func(i int) Job) (*state, error) {
 				live = append(live, n)
 			}
 		}
-		j.survivors = countNodes(live)
+		if cap(counts)-len(counts) < len(live) {
+			counts = make([]nodeCount, 0, max(len(live), 8*slab))
+		}
+		start := len(counts)
+		counts = countNodes(live, counts)
+		j.survivors = counts[start:len(counts):len(counts)]
 		s.jobs = append(s.jobs, j)
 	}
 	if total > capacity {
@@ -315,12 +322,13 @@ func newState(in []api.Node, count int, get func(i int) Job) (*state, error) {
 	return s, nil
 }
 
-// countNodes turns a list of node indices into sorted per-node counts.
-func countNodes(nodes []int) []nodeCount {
+// countNodes appends a list of node indices to out as sorted per-node
+// counts.
+func countNodes(nodes []int, out []nodeCount) []nodeCount {
 	slices.Sort(nodes)
-	var out []nodeCount
+	first := len(out)
 	for _, n := range nodes {
-		if k := len(out); k > 0 && out[k-1].node == n {
+		if k := len(out); k > first && out[k-1].node == n {
 			out[k-1].n++
 			continue
 		}

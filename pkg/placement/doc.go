@@ -76,6 +76,11 @@
 // The output maps are never nil; Moves and RestartAll only hold jobs with
 // moves, or with all survivors moving, respectively.
 //
+// PlaceJobs decides the same for callers that hold many jobs: it reads the
+// jobs, sorted by ID, through a function, and returns only those that do
+// not stay exactly where they run. At 100 000 jobs, the maps keyed by job
+// ID that Place takes and returns cost more than the placing.
+//
 // # Trade-offs
 //
 // Unchanged jobs move only in step 5, a small job to let a larger one sit

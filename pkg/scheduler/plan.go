@@ -48,10 +48,11 @@ func (e *Engine) plan() (api.Plan, error) {
 	var err error
 	if len(e.queues) > 0 {
 		var res algorithm.Result
-		res, err = e.allocateQueues(snap)
-		for _, j := range e.snapJobs {
-			j.planned = res.Allocation[j.ID]
-			j.setReason(res.Reasons[j.ID])
+		if res, err = e.allocateQueues(snap); err == nil {
+			for _, j := range e.snapJobs {
+				j.planned = res.Allocation[j.ID]
+				j.setReason(res.Reasons[j.ID])
+			}
 		}
 	} else {
 		err = e.allocateUnqueued(snap)

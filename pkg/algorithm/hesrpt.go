@@ -223,7 +223,10 @@ func newHSState(s *Snapshot, cfg HeSRPTConfig) hsState {
 		a.j, a.cap, a.k, a.workers = j, j.Max, int32(j.k()), j.Workers
 		w, perGPU := cfg.weight(j, s.Now, unknown, kmin)
 		a.w = w * perGPU
-		if j.Workers > 0 && j.remaining() < cfg.finishing(j)*j.S(j.Workers) {
+		// A job nearly done keeps its size, if it is one it may run at: a
+		// snapshot may hold a running job outside its range (its range
+		// changed), and the allocation must not be.
+		if j.Workers >= j.Min && j.Workers <= j.Max && j.remaining() < cfg.finishing(j)*j.S(j.Workers) {
 			a.floor = j.Workers
 		}
 		hs.hull(a)

@@ -215,6 +215,20 @@ func evicted(base *state, evs []eviction) (*state, bool) {
 			}
 		}
 	}
+	// A job placed anew that lies whole on a node the evictions emptied
+	// took the room they made, maybe in the gathered job's stead (one
+	// whose survivor runs there goes first): reshape leaves it there, as
+	// it leaves the gathered jobs, or the evicted jobs would have moved
+	// for nothing.
+	var emptied []int
+	for _, ev := range evs {
+		emptied = append(emptied, ev.node)
+	}
+	for _, j := range t.jobs {
+		if !j.kept && len(j.final) == 1 && slices.Contains(emptied, j.final[0].node) {
+			j.compacted = true
+		}
+	}
 	return t, true
 }
 

@@ -68,7 +68,8 @@
 //     room (a node that holds a part holds every smaller one), at most
 //     4 096 steps of the search per job; each part then goes to the node
 //     that keeps most of the job's survivors, then to the one with least
-//     room that holds it. Jobs step 5 laid whole on a node stay there.
+//     room that holds it. Jobs step 5 laid whole on a node stay there, and
+//     so does a job placed anew that lies whole on a node step 5 emptied.
 //  7. Report. Moves lists the survivors whose node changed (a lost node
 //     counts); RestartAll marks jobs whose survivors all move, since their
 //     launcher then loses every worker.

@@ -33,14 +33,20 @@ func newCapacity(s *Snapshot) capacity {
 	return c
 }
 
-// multiGPU reports whether some job's workers hold more than one GPU.
+// multiGPU reports whether some job's workers hold more than one GPU. A
+// policy asks at every capacity it starts: at 100 000 jobs the scan cost
+// more than some of them, so it is done once per run.
 func (s *Snapshot) multiGPU() bool {
-	for i := range s.Jobs {
-		if s.Jobs[i].GPUsPerWorker > 1 {
-			return true
+	if s.multi == 0 {
+		s.multi = 1
+		for i := range s.Jobs {
+			if s.Jobs[i].GPUsPerWorker > 1 {
+				s.multi = 2
+				break
+			}
 		}
 	}
-	return false
+	return s.multi == 2
 }
 
 // fits reports whether n more workers of k GPUs each fit.

@@ -26,6 +26,10 @@ type Snapshot struct {
 	// Jobs are the jobs that want GPUs (waiting or running), in any order;
 	// every policy orders them itself, deterministically.
 	Jobs []Job
+
+	// multi caches multiGPU within one policy run (the policies get the
+	// snapshot by value): 0 not asked yet, 1 no, 2 yes.
+	multi uint8
 }
 
 // Speedup returns a job's throughput with n workers relative to one worker

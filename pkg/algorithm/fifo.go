@@ -91,8 +91,8 @@ func orderByKeys(jobs []Job, key func(j *Job, i int) (k1 int64, k2 time.Time), b
 	if buf == nil {
 		buf = &orderBuf{}
 	}
-	keys := zeroed(buf.keys, len(jobs))
-	buf.keys = keys
+	buf.keys = zeroed(buf.keys, len(jobs))
+	keys := buf.keys
 	for i := range jobs {
 		j := &jobs[i]
 		k1, k2 := key(j, i)
@@ -117,8 +117,7 @@ func orderByKeys(jobs []Job, key func(j *Job, i int) (k1 int64, k2 time.Time), b
 	if !slices.IsSortedFunc(keys, compare) {
 		keys = sortByGroups(keys, compare, buf)
 	}
-	idx := zeroed(buf.idx, len(keys))
-	buf.idx = idx
+	idx := buf.indices(len(keys))
 	for n, k := range keys {
 		idx[n] = int(k.i)
 	}
@@ -140,11 +139,7 @@ func arrivalOrder(jobs []Job, buf *orderBuf) []int {
 			return orderByKeys(jobs, noKey, buf)
 		}
 	}
-	if buf == nil {
-		buf = &orderBuf{}
-	}
-	idx := zeroed(buf.idx, len(jobs))
-	buf.idx = idx
+	idx := buf.indices(len(jobs))
 	for i := range idx {
 		idx[i] = i
 	}
@@ -278,4 +273,14 @@ func elastic(s *Snapshot, idx []int, d *Decision) {
 type orderBuf struct {
 	keys, grouped []sortKey
 	idx           []int
+}
+
+// indices returns n zero ints from the buffer's own, or new ones without
+// a buffer.
+func (b *orderBuf) indices(n int) []int {
+	if b == nil {
+		return make([]int, n)
+	}
+	b.idx = zeroed(b.idx, n)
+	return b.idx
 }

@@ -95,7 +95,8 @@ func (s *state) keptLayout() (room []int, whole [][]lone) {
 	flat := make([]lone, 0, total)
 	whole = make([][]lone, len(s.caps))
 	for n, k := range count {
-		whole[n] = flat[len(flat):len(flat)]
+		// Room for exactly the node's k jobs, in one array for all.
+		whole[n] = flat[len(flat) : len(flat) : len(flat)+k]
 		flat = flat[:len(flat)+k]
 	}
 	for i, o := range s.jobs {

@@ -128,11 +128,12 @@ func TestAFSLTournamentMatchesNaiveReplay(t *testing.T) {
 	}
 }
 
-// A block's summary may be wider than its jobs, never narrower: after every
-// grant it must cover each running job's key and flag each gap holding a
-// waiting job, with no less remaining work than the summary's least; the
-// running marks, gaps and tail must be those of the jobs' states, and the
-// winner coming into each block that of a full replay.
+// A block's summary (and its mid's and super-block's) may be wider than its
+// jobs, never narrower: after every grant it must cover each running job's
+// key and flag each gap holding a waiting job, with no less remaining work
+// than the summary's least; the running marks, gaps and tail must be those
+// of the jobs' states, and the winner coming into each block that of a
+// full replay.
 func TestAFSLBlockSummariesCoverTheirJobs(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for iter := range 42 {
@@ -151,10 +152,7 @@ func TestAFSLBlockSummariesCoverTheirJobs(t *testing.T) {
 			w, wRun := -1, -1
 			for p := range tr.st {
 				if b := p / blockJobs; p%blockJobs == 0 {
-					in := tr.blocks[b].in
-					if tr.uniform[b/64] {
-						in = tr.supers[b/64].in
-					}
+					in := tr.in(b)
 					if in != wRun {
 						t.Fatalf("iteration %d, grant %d: block %d has %d coming in, want %d", iter, grant, b, in, wRun)
 					}
@@ -189,12 +187,14 @@ func TestAFSLBlockSummariesCoverTheirJobs(t *testing.T) {
 				if int(tr.gapMin[p]) != least {
 					t.Fatalf("iteration %d, grant %d: gap before %d has least %d, want %d", iter, grant, p, tr.gapMin[p], least)
 				}
-				bl := &tr.blocks[p/blockJobs]
+				b := p / blockJobs
 				y := tr.keys[p]
 				finite := !math.IsInf(y.length, 1)
-				if y.length < bl.minLen || y.length > bl.maxLen || y.gCur > bl.maxGCur || y.gNew > bl.maxGNew ||
-					finite && y.gCur > bl.maxGCurFinite || least >= 0 && (!bl.gaps || tr.st[least].rem < bl.minGapRem) {
-					t.Fatalf("iteration %d, grant %d: block %d's summary %+v misses job %d (key %+v, gap %d)", iter, grant, p/blockJobs, *bl, p, y, least)
+				for _, bl := range []*block{&tr.blocks[b], &tr.mids[b/midBlocks], &tr.supers[b/64]} {
+					if y.length < bl.minLen || y.length > bl.maxLen || y.gCur > bl.maxGCur || y.gNew > bl.maxGNew ||
+						finite && y.gCur > bl.maxGCurFinite || least >= 0 && (!bl.gaps || tr.st[least].rem < bl.minGapRem) {
+						t.Fatalf("iteration %d, grant %d: block %d's summary (or its mid's or super's) %+v misses job %d (key %+v, gap %d)", iter, grant, b, *bl, p, y, least)
+					}
 				}
 				prev, least = p, -1
 			}

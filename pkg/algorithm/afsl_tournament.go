@@ -26,7 +26,11 @@ import (
 //     summary of its running jobs — their least and greatest length and
 //     relative gains — and of its gaps, from which a whole block is often
 //     seen to be unable to take the lead, and is skipped. The lead changes
-//     about twice per replay, so most blocks are skipped.
+//     about twice per replay, so most blocks are skipped. Summaries of
+//     midBlocks blocks (mids) and of 64 blocks (supers) skip them by the
+//     eight and by the 64: at 100 000 jobs a replay walks about two
+//     blocks, and checking every block of a walked super one by one cost
+//     more than the walks.
 //
 // A replay therefore costs at most O(R) for R running jobs after the winner,
 // however many jobs wait, and usually far less; an update O(blockJobs +
@@ -43,16 +47,25 @@ type tournament struct {
 	// supers summarise 64 blocks each, so a replay skips them 64 at a
 	// time; uniform[s] says the replay last skipped super-block s whole,
 	// so its blocks' winner coming in is supers[s].in, not their own.
-	supers  []block
-	uniform []bool
-	zeros   minTree
-	final   int
+	// mids and uniformMid do the same for midBlocks blocks, under the
+	// super's flag (see in).
+	supers     []block
+	uniform    []bool
+	mids       []block
+	uniformMid []bool
+	zeros      minTree
+	final      int
 }
 
 // blockJobs is the number of positions a block covers, one bit each in a
 // word: large enough that a block holds several running jobs, small enough
 // that few are walked when one cannot be skipped.
 const blockJobs = 64
+
+// midBlocks is the number of blocks a mid summarises: a super (64 blocks)
+// a replay cannot skip is looked at as 8 mids, and only the blocks of the
+// mids it cannot skip one by one.
+const midBlocks = 8
 
 // afsKey is what a running job brings to a comparison, kept in a dense slice
 // so the replay loop stays in cache.
@@ -93,6 +106,11 @@ func newTournament(s *Snapshot, buf *orderBuf) *tournament {
 	for b := range t.blocks {
 		t.summarise(b)
 	}
+	nm := (nb + midBlocks - 1) / midBlocks
+	t.mids, t.uniformMid = make([]block, nm), make([]bool, nm)
+	for m := range t.mids {
+		t.summariseMid(m)
+	}
 	t.supers, t.uniform = make([]block, len(t.busy)), make([]bool, len(t.busy))
 	for s := range t.supers {
 		t.summariseSuper(s)
@@ -101,12 +119,22 @@ func newTournament(s *Snapshot, buf *orderBuf) *tournament {
 	return t
 }
 
-// summariseSuper recomputes super-block s's summary from its blocks'.
+// summariseSuper recomputes super-block s's summary from its mids'.
 func (t *tournament) summariseSuper(s int) {
 	sp := &t.supers[s]
 	sp.empty()
-	for b := s * 64; b < min((s+1)*64, len(t.blocks)); b++ {
-		sp.merge(&t.blocks[b])
+	const per = 64 / midBlocks
+	for m := s * per; m < min((s+1)*per, len(t.mids)); m++ {
+		sp.merge(&t.mids[m])
+	}
+}
+
+// summariseMid recomputes mid m's summary from its blocks'.
+func (t *tournament) summariseMid(m int) {
+	md := &t.mids[m]
+	md.empty()
+	for b := m * midBlocks; b < min((m+1)*midBlocks, len(t.blocks)); b++ {
+		md.merge(&t.blocks[b])
 	}
 }
 
@@ -125,17 +153,33 @@ func (bl *block) merge(o *block) {
 	bl.gaps, bl.minGapRem = bl.gaps || o.gaps, min(bl.minGapRem, o.minGapRem)
 }
 
-// widen widens block b's summary, and its super-block's, to cover key y.
+// widen widens block b's summary, and its mid's and super-block's, to
+// cover key y.
 func (t *tournament) widen(b int, y *afsKey) {
 	t.blocks[b].widen(y)
+	t.mids[b/midBlocks].widen(y)
 	t.supers[b/64].widen(y)
 }
 
-// widenGap widens block b's summary, and its super-block's, to cover a gap
-// whose least remaining work is rem.
+// widenGap widens block b's summary, and its mid's and super-block's, to
+// cover a gap whose least remaining work is rem.
 func (t *tournament) widenGap(b int, rem float64) {
 	t.blocks[b].widenGap(rem)
+	t.mids[b/midBlocks].widenGap(rem)
 	t.supers[b/64].widenGap(rem)
+}
+
+// in is the winner coming into block b (-1 for none): its super-block's
+// if the last replay to reach it skipped the super-block whole, else its
+// mid's if it skipped the mid whole, else the block's own.
+func (t *tournament) in(b int) int {
+	switch {
+	case t.uniform[b/64]:
+		return t.supers[b/64].in
+	case t.uniformMid[b/midBlocks]:
+		return t.mids[b/midBlocks].in
+	}
+	return t.blocks[b].in
 }
 
 // winner returns the position of the job that gets the next GPU, or -1.
@@ -316,17 +360,21 @@ func (bl *block) quiet(xk afsKey, xWaits bool, xRem float64) bool {
 func (t *tournament) replay(b int) {
 	x, xWaits := -1, false
 	var xk afsKey // x's key while x runs
-	if sup := b / 64; b >= len(t.blocks) {
-		// No jobs.
-	} else if t.uniform[sup] {
-		// The blocks of b's super-block were skipped whole: their winner
-		// coming in was the super-block's. Its blocks before b keep it.
-		x = t.supers[sup].in
-		for i := sup * 64; i < b; i++ {
-			t.blocks[i].in = x
+	if b > 0 && b < len(t.blocks) {
+		x = t.in(b)
+		// The replay walks b's super-block and mid from b on: their
+		// blocks before b keep the winner coming in they had.
+		sup, mid := b/64, b/midBlocks
+		if t.uniform[sup] {
+			for m := sup * (64 / midBlocks); m < mid; m++ {
+				t.mids[m].in, t.uniformMid[m] = x, true
+			}
 		}
-	} else if b > 0 {
-		x = t.blocks[b].in
+		if t.uniform[sup] || t.uniformMid[mid] {
+			for i := mid * midBlocks; i < b; i++ {
+				t.blocks[i].in = x
+			}
+		}
 	}
 	if x >= 0 {
 		xk, xWaits = keyOf(&t.st[x]), t.st[x].n == 0
@@ -345,11 +393,11 @@ func (t *tournament) replay(b int) {
 		t.uniform[sup] = false
 		x0 := x
 		end := min((sup+1)*64, len(t.blocks))
-		for ; b < end; b++ {
-			x, xk, xWaits = t.playBlock(b, x, xk, xWaits)
+		for b < end {
+			x, xk, xWaits, b = t.playMid(b, x, xk, xWaits)
 		}
 		// As for blocks (playBlock), a super-block walked for nothing
-		// has its summary recomputed from its blocks'.
+		// has its summary recomputed from its mids'.
 		if sp := &t.supers[sup]; x == x0 && x0 >= 0 {
 			if sp.idle++; sp.idle == tightenAfter {
 				sp.idle = 0
@@ -361,6 +409,37 @@ func (t *tournament) replay(b int) {
 		x, _, _ = t.meetGap(t.tail, x, xk, xWaits)
 	}
 	t.final = x
+}
+
+// playMid plays the blocks of b's mid from b on against the winner x
+// coming in, skipping the mid whole when b is its first block and none of
+// its jobs can take the lead; it returns the winner going out and the
+// block after the mid.
+func (t *tournament) playMid(b, x int, xk afsKey, xWaits bool) (int, afsKey, bool, int) {
+	mid := b / midBlocks
+	md := &t.mids[mid]
+	end := min((mid+1)*midBlocks, len(t.blocks))
+	if b%midBlocks == 0 {
+		md.in = x
+		// Blocks without running jobs hold no gaps either: nothing to
+		// play.
+		if t.busy[b/64]>>(b%64)&(1<<midBlocks-1) == 0 || x >= 0 && md.quiet(xk, xWaits, t.st[x].rem) {
+			t.uniformMid[mid] = true
+			return x, xk, xWaits, end
+		}
+	}
+	t.uniformMid[mid] = false
+	x0 := x
+	for ; b < end; b++ {
+		x, xk, xWaits = t.playBlock(b, x, xk, xWaits)
+	}
+	if x == x0 && x0 >= 0 {
+		if md.idle++; md.idle == tightenAfter {
+			md.idle = 0
+			t.summariseMid(mid)
+		}
+	}
+	return x, xk, xWaits, end
 }
 
 // playBlock plays block b against the winner x coming in and returns the

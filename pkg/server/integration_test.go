@@ -103,6 +103,7 @@ func TestIntegrationAPI(t *testing.T) {
 	t.Run("GPUTypes", func(t *testing.T) { testGPUTypes(t, e) })
 	t.Run("Queues", func(t *testing.T) { testQueues(t, e) })
 	t.Run("ListPages", func(t *testing.T) { testListPages(t, e) })
+	t.Run("ListFromCache", func(t *testing.T) { testListFromCache(t, e) })
 	t.Run("Outage", func(t *testing.T) { testOutage(t, e) })
 	// Last: every status code answered above must be documented.
 	t.Run("StatusCodesDocumented", func(t *testing.T) {

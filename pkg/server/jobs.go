@@ -85,6 +85,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, u User) error
 	if err := s.create(r, tj, compat.IsMPIJob(body)); err != nil {
 		return err
 	}
+	s.awaitCache(r.Context(), tj.Name, func(c *v1alpha1.TrainingJob, found bool) bool { return found && c.UID == tj.UID })
 	typed(tj)
 	w.Header().Set("Location", "/api/v1/jobs/"+tj.Name)
 	writeJSON(w, http.StatusCreated, tj)
@@ -181,7 +182,11 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, u User) error 
 			(gpuType == "" || tj.CurrentGPUType() == gpuType || slices.Contains(tj.Spec.AcceptedGPUTypes(), gpuType)) &&
 			(user == "" || tj.Spec.Submitter == user)
 	}
-	out, err := s.jobPage(r.Context(), limit, from, match)
+	page := s.jobPage
+	if s.o.Cache != nil {
+		page = s.cachedJobPage
+	}
+	out, err := page(r.Context(), limit, from, match)
 	if err != nil {
 		return err
 	}
@@ -253,6 +258,9 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, u User) error
 	if err != nil {
 		return kubeError(err, "job", tj.Name)
 	}
+	s.awaitCache(r.Context(), tj.Name, func(c *v1alpha1.TrainingJob, found bool) bool {
+		return !found || c.UID != tj.UID || c.DeletionTimestamp != nil
+	})
 	writeJSON(w, http.StatusOK, rest.Deleted{Name: tj.Name})
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -113,5 +114,111 @@ func testListPages(t *testing.T, e *apiEnv) {
 		if code, msg := e.call(t, "GET", "/api/v1/jobs?"+c.query, "root", "", ""); code != 400 || !strings.Contains(msg, c.want) {
 			t.Errorf("%s: %d %q, want 400 %q", c.query, code, msg, c.want)
 		}
+	}
+}
+
+// testListFromCache: the controller's API (the HTTPS server here) reads
+// the list from the controller's cache. A job created or deleted through
+// it is in (or out of) the very next list; pages continue by name and
+// together give the whole list whatever their size; a token of the other
+// kind of list gets a 400.
+func testListFromCache(t *testing.T, e *apiEnv) {
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: apiNS, Name: "lister"}}
+	if err := e.k8s.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := e.env.Client.CoreV1().ServiceAccounts(apiNS).CreateToken(ctx, "lister", &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(600))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(client.Config{Server: e.tlsURL, Token: tr.Status.Token, CAFile: e.caFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(l []v1alpha1.TrainingJob) []string {
+		var out []string
+		for _, tj := range l {
+			out = append(out, tj.Name)
+		}
+		return out
+	}
+	me := client.JobFilter{User: "system:serviceaccount:" + apiNS + ":lister"}
+	var made []string
+	t.Cleanup(func() {
+		for _, n := range made {
+			_ = cl.DeleteJob(ctx, n)
+		}
+	})
+	for i := range 7 {
+		n := fmt.Sprintf("cached-%02d", i)
+		if _, err := cl.CreateJob(ctx, []byte(tj(n))); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, n)
+		l, err := cl.ListJobs(ctx, me)
+		if err != nil || !slices.Equal(names(l), made) {
+			t.Fatalf("right after creating %s the list has %v (%v), want %v", n, names(l), err, made)
+		}
+	}
+	// Other tests' jobs may be going away meanwhile: the pages are checked
+	// on this test's own.
+	whole, err := cl.ListJobsPage(ctx, client.JobFilter{}, 1000, "")
+	if err != nil || whole.Continue != "" || !slices.IsSorted(names(whole.Items)) {
+		t.Fatalf("one page of 1000: %v, continue %q, %v", names(whole.Items), whole.Continue, err)
+	}
+	for _, c := range []struct {
+		filter client.JobFilter
+		limit  int
+		want   []string
+	}{
+		{me, 1, made},
+		{me, 2, made},
+		{me, 3, made},
+		{client.JobFilter{User: "nobody"}, 2, nil},
+	} {
+		var got []string
+		pages := 0
+		for cont := ""; ; pages++ {
+			p, err := cl.ListJobsPage(ctx, c.filter, c.limit, cont)
+			if err != nil {
+				t.Fatalf("%+v limit %d: page %d: %v", c.filter, c.limit, pages, err)
+			}
+			if len(p.Items) > c.limit || len(p.Items) == 0 && p.Continue != "" {
+				t.Errorf("%+v: a page of %d jobs (limit %d), continue %q", c.filter, len(p.Items), c.limit, p.Continue)
+			}
+			got = append(got, names(p.Items)...)
+			if cont = p.Continue; cont == "" || len(got) > len(c.want) {
+				break
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%+v limit %d: %d pages gave %v, want %v", c.filter, c.limit, pages+1, got, c.want)
+		}
+	}
+	// Tokens of one kind of list mean nothing to the other.
+	cached, err := cl.ListJobsPage(ctx, me, 2, "")
+	if err != nil || cached.Continue == "" {
+		t.Fatalf("first cached page of 2: %v, continue %q", err, cached.Continue)
+	}
+	direct, err := e.client(t, "root").ListJobsPage(ctx, client.JobFilter{}, 1, "")
+	if err != nil || direct.Continue == "" {
+		t.Fatalf("first direct page of 1: %v, continue %q", err, direct.Continue)
+	}
+	if _, err := cl.ListJobsPage(ctx, me, 2, direct.Continue); err == nil || !strings.Contains(err.Error(), "not one this API gives out") {
+		t.Errorf("the API server's token given to the cached list: %v", err)
+	}
+	if _, err := e.client(t, "root").ListJobsPage(ctx, client.JobFilter{}, 2, cached.Continue); err == nil || !strings.Contains(err.Error(), "not one this API gives out") {
+		t.Errorf("the cached list's token given to the direct one: %v", err)
+	}
+	// Deleted: gone from the next list.
+	if err := cl.DeleteJob(ctx, made[3]); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Delete(slices.Clone(made), 3, 4)
+	if l, err := cl.ListJobs(ctx, me); err != nil || !slices.Equal(names(l), want) {
+		t.Errorf("right after deleting %s the list has %v (%v), want %v", made[3], names(l), err, want)
 	}
 }

@@ -74,11 +74,12 @@ type Options struct {
 	Log logr.Logger
 	// UI serves the web dashboard under /ui/ (see docs/dashboard.md).
 	UI bool
-	// Cache, if set, serves the reads of nodes and jobs the dashboard and
-	// GET /api/v1/schedulers are built from (the controller's informer
-	// cache): at thousands of jobs a read from the API server takes
-	// seconds. Single jobs and the paged job list are still read from the
-	// API server, so a job is seen there the moment it is created.
+	// Cache, if set, serves the reads of nodes and jobs the dashboard,
+	// GET /api/v1/schedulers and the paged job list are built from (the
+	// controller's informer cache): at thousands of jobs a read from the
+	// API server takes seconds. A job created or deleted through the API
+	// is waited for until the cache shows it (listpage.go). Single jobs
+	// are still read from the API server.
 	Cache client.Reader
 	// OtherGPUs, if set, counts the GPUs that pods which are not Voda's
 	// hold on each node (the controller's cache of those pods); nil lists

@@ -824,20 +824,7 @@ func testSchedulers(t *testing.T, e *apiEnv) {
 // server, over HTTPS.
 func testTokenReview(t *testing.T, e *apiEnv) {
 	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: apiNS, Name: "ci-bot"}}
-	if err := e.k8s.Create(ctx, sa); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := e.env.Client.CoreV1().ServiceAccounts(apiNS).CreateToken(ctx, "ci-bot", &authnv1.TokenRequest{
-		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(600))},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bot, err := client.New(client.Config{Server: e.tlsURL, Token: tr.Status.Token, CAFile: e.caFile})
-	if err != nil {
-		t.Fatal(err)
-	}
+	botToken, bot := e.serviceAccount(t, "ci-bot")
 	job, err := bot.CreateJob(ctx, []byte(tj("bot-job")))
 	if err != nil {
 		t.Fatal(err)
@@ -888,7 +875,7 @@ func testTokenReview(t *testing.T, e *apiEnv) {
 		t.Fatal(err)
 	}
 	review := server.TokenReview{Client: e.k8s, Audiences: []string{"voda"}}
-	for tok, want := range map[string]bool{aud.Status.Token: true, tr.Status.Token: false} {
+	for tok, want := range map[string]bool{aud.Status.Token: true, botToken: false} {
 		if u, ok, err := review.Authenticate(ctx, tok); err != nil || ok != want || ok && u.Name != "system:serviceaccount:"+apiNS+":ci-bot" {
 			t.Errorf("token review with audience voda: %v %v %v, want accepted %v", u, ok, err, want)
 		}
@@ -928,7 +915,7 @@ func testTokenReview(t *testing.T, e *apiEnv) {
 		}
 	}
 	// Without the CA the server's certificate is not trusted.
-	plain, err := client.New(client.Config{Server: e.tlsURL, Token: tr.Status.Token})
+	plain, err := client.New(client.Config{Server: e.tlsURL, Token: botToken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -976,6 +963,29 @@ func testCodesDocumented(t *testing.T, reg *prometheus.Registry) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// serviceAccount creates a service account of the API's namespace (whose
+// members are admins on the HTTPS server) and returns a token of it and a
+// client of the HTTPS server that reads the controller's caches.
+func (e *apiEnv) serviceAccount(t *testing.T, name string) (string, *client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: apiNS, Name: name}}
+	if err := e.k8s.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := e.env.Client.CoreV1().ServiceAccounts(apiNS).CreateToken(ctx, name, &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(600))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(client.Config{Server: e.tlsURL, Token: tr.Status.Token, CAFile: e.caFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token, c
+}
 
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
 

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,20 +123,7 @@ func testListPages(t *testing.T, e *apiEnv) {
 // kind of list gets a 400.
 func testListFromCache(t *testing.T, e *apiEnv) {
 	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: apiNS, Name: "lister"}}
-	if err := e.k8s.Create(ctx, sa); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := e.env.Client.CoreV1().ServiceAccounts(apiNS).CreateToken(ctx, "lister", &authnv1.TokenRequest{
-		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(600))},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(client.Config{Server: e.tlsURL, Token: tr.Status.Token, CAFile: e.caFile})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cl := e.serviceAccount(t, "lister")
 	names := func(l []v1alpha1.TrainingJob) []string {
 		var out []string
 		for _, tj := range l {

@@ -67,6 +67,9 @@ const blockJobs = 64
 // mids it cannot skip one by one.
 const midBlocks = 8
 
+// midsPerSuper is the number of mids in a super-block of 64 blocks.
+const midsPerSuper = 64 / midBlocks
+
 // afsKey is what a running job brings to a comparison, kept in a dense slice
 // so the replay loop stays in cache.
 type afsKey struct{ length, gNew, gCur float64 }
@@ -123,8 +126,7 @@ func newTournament(s *Snapshot, buf *orderBuf) *tournament {
 func (t *tournament) summariseSuper(s int) {
 	sp := &t.supers[s]
 	sp.empty()
-	const per = 64 / midBlocks
-	for m := s * per; m < min((s+1)*per, len(t.mids)); m++ {
+	for m := s * midsPerSuper; m < min((s+1)*midsPerSuper, len(t.mids)); m++ {
 		sp.merge(&t.mids[m])
 	}
 }
@@ -366,7 +368,7 @@ func (t *tournament) replay(b int) {
 		// blocks before b keep the winner coming in they had.
 		sup, mid := b/64, b/midBlocks
 		if t.uniform[sup] {
-			for m := sup * (64 / midBlocks); m < mid; m++ {
+			for m := sup * midsPerSuper; m < mid; m++ {
 				t.mids[m].in, t.uniformMid[m] = x, true
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/vodascheduler/voda/pkg/api"
@@ -49,6 +50,11 @@ type Loop struct {
 	// Observe, if set, receives every rescheduling that computed a plan or
 	// failed, for metrics.
 	Observe func(Round)
+	// Parallel is how many actions of one kind (the plan's halts, then its
+	// scale-ins, starts, scale-outs and migrations) are applied at once;
+	// 0 or 1 applies them one by one. Above 1 the backend's Apply must be
+	// safe for concurrent use, and must not use the engine but to read it.
+	Parallel int
 }
 
 // Round is one rescheduling, as Loop.Observe sees it.
@@ -122,14 +128,7 @@ func (l *Loop) round(ctx context.Context) error {
 		l.observe(start, plan, err)
 		return err
 	}
-	for _, a := range plan.Actions {
-		if err := l.backend.Apply(ctx, a); err != nil {
-			l.report(fmt.Errorf("%s %s: %w", a.Kind, a.Job, err))
-			if err := l.engine.Step(ActionFailed{Action: a, Err: err}); err != nil {
-				l.report(err)
-			}
-		}
-	}
+	l.apply(ctx, plan.Actions)
 	if len(plan.Actions) > 0 || plan.Rescheduled {
 		if l.AfterRound != nil {
 			l.AfterRound(l.engine, plan)
@@ -137,6 +136,56 @@ func (l *Loop) round(ctx context.Context) error {
 		l.observe(start, plan, nil)
 	}
 	return nil
+}
+
+// apply carries out the actions in the plan's order, those of one kind
+// at once when Parallel allows it: a group starts once the one before it
+// is done, so capacity is freed before it is used. A failed action is
+// forgotten by the engine, in the plan's order, once its group is done.
+func (l *Loop) apply(ctx context.Context, actions []api.Action) {
+	for len(actions) > 0 {
+		n := 1
+		for n < len(actions) && actions[n].Kind == actions[0].Kind {
+			n++
+		}
+		group := actions[:n]
+		actions = actions[n:]
+		if l.Parallel <= 1 || n == 1 {
+			for _, a := range group {
+				l.failed(a, l.backend.Apply(ctx, a))
+			}
+			continue
+		}
+		errs := make([]error, n)
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range min(l.Parallel, n) {
+			wg.Go(func() {
+				for i := range next {
+					errs[i] = l.backend.Apply(ctx, group[i])
+				}
+			})
+		}
+		for i := range group {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		for i, a := range group {
+			l.failed(a, errs[i])
+		}
+	}
+}
+
+// failed reports an action's error, if any, and has the engine forget it.
+func (l *Loop) failed(a api.Action, err error) {
+	if err == nil {
+		return
+	}
+	l.report(fmt.Errorf("%s %s: %w", a.Kind, a.Job, err))
+	if err := l.engine.Step(ActionFailed{Action: a, Err: err}); err != nil {
+		l.report(err)
+	}
 }
 
 func (l *Loop) observe(start time.Time, plan api.Plan, err error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -256,5 +257,101 @@ func TestLoopObserveTimesRounds(t *testing.T) {
 			}
 			return nil
 		}))
+	})
+}
+
+// slow is a backend whose every action takes a second, recording when each
+// began and ended; it fails the actions in fail once.
+type slow struct {
+	mu          sync.Mutex
+	start       time.Time
+	applied     []string
+	now, most   int
+	fail        map[string]bool
+	began, done map[string]time.Duration
+}
+
+func (s *slow) Apply(_ context.Context, a api.Action) error {
+	key := fmt.Sprintf("%s %s", a.Kind, a.Job)
+	s.mu.Lock()
+	s.now++
+	s.most = max(s.most, s.now)
+	s.began[key] = time.Since(s.start)
+	s.mu.Unlock()
+	time.Sleep(time.Second)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now--
+	s.done[key] = time.Since(s.start)
+	if s.fail[key] {
+		delete(s.fail, key)
+		return errors.New("apiserver unavailable")
+	}
+	s.applied = append(s.applied, fmt.Sprintf("%s %d→%d", key, a.From, a.To))
+	return nil
+}
+
+// With Parallel, the actions of one kind run at once, at most Parallel of
+// them (here three of the four starts), each kind only once the one before it is done (capacity is freed
+// before it is used); a failed one is forgotten and retried as before.
+func TestLoopParallelAppliesOneKindAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := scheduler.DefaultConfig("gpu", scheduler.SystemClock{})
+		cfg.Policy = "ElasticFIFO"
+		e, err := scheduler.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &slow{start: time.Now(), fail: map[string]bool{"Start d": true},
+			began: map[string]time.Duration{}, done: map[string]time.Duration{}}
+		l := scheduler.NewLoop(e, b, scheduler.SystemClock{})
+		l.Parallel = 3
+		var errs []error
+		l.OnError = func(err error) { errs = append(errs, err) }
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { l.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		must(t, l.Do(ctx, func(e *scheduler.Engine) error {
+			return errors.Join(e.Step(scheduler.NodeSet{Node: api.Node{Name: "n1", GPUs: 8}}),
+				e.Step(job("a", 1, 8)), e.Step(job("a2", 1, 8)))
+		}))
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		// a and a2 hold 4 each: four more jobs shrink both and start, in
+		// a round at once (the last was a minute ago), done in 3 s.
+		must(t, l.Do(ctx, func(e *scheduler.Engine) error {
+			return errors.Join(e.Step(job("b", 1, 1)), e.Step(job("c", 1, 1)), e.Step(job("d", 1, 1)), e.Step(job("e", 1, 1)))
+		}))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		ins := max(b.done["ScaleIn a"], b.done["ScaleIn a2"])
+		if ins == 0 {
+			t.Fatalf("no scale-ins: %v", b.applied)
+		}
+		for _, s := range []string{"Start b", "Start c", "Start d", "Start e"} {
+			if b.began[s] < ins {
+				t.Errorf("%s began at %v, before the scale-ins ended (%v)", s, b.began[s], ins)
+			}
+		}
+		if b.most != 3 {
+			t.Errorf("at most %d actions at once, want 3 (of the four starts)", b.most)
+		}
+		if b.began["ScaleIn a"] != b.began["ScaleIn a2"] {
+			t.Errorf("scale-ins began at %v and %v, want together", b.began["ScaleIn a"], b.began["ScaleIn a2"])
+		}
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "Start d") {
+			t.Errorf("reported errors: %v", errs)
+		}
+		var d scheduler.Job
+		must(t, l.Do(ctx, func(e *scheduler.Engine) error { d, _ = e.Job("d"); return nil }))
+		if d.Phase != api.PhaseWaiting || d.Workers != 0 {
+			t.Errorf("d is %s with %d workers after its start failed, want Waiting with 0", d.Phase, d.Workers)
+		}
+		time.Sleep(time.Minute) // the next round retries it
+		synctest.Wait()
+		if !slices.Contains(b.applied, "Start d 0→1") {
+			t.Errorf("d's start not retried: %v", b.applied)
+		}
 	})
 }

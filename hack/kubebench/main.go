@@ -13,7 +13,13 @@
 //	RUNTIME=pytorch go run ./hack/kubebench
 //	K=8 go run ./hack/kubebench             # workers of 8 GPUs: whole nodes
 //	JOBS=50 NODES=8 go run ./hack/kubebench
-//	ARGS="--kube-api-qps=200 --kube-api-burst=400" go run ./hack/kubebench
+//	ARGS="--write-concurrency=1" go run ./hack/kubebench
+//
+// It also reports Voda's requests and the writes the API server served from
+// every client, by kind. COMPONENT_QPS sets the client rate of
+// kube-scheduler and the operators (testenv.Options.ComponentQPS);
+// TIMELINE=FILE writes every job's times (creation, child, each pod's
+// conditions, Events) to FILE.
 //
 // SCALE=1 is the scale mode: 5 000 jobs on 1 000 nodes × 8 GPUs of 3 GPU
 // types (TYPES), MPIJobs and PyTorchJobs in turn (RUNTIME=mix), with the
@@ -37,6 +43,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -117,7 +124,7 @@ func run() error {
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/voda").CombinedOutput(); err != nil {
 		return fmt.Errorf("build voda: %v\n%s", err, out)
 	}
-	env, err := testenv.Start(ctx, testenv.Options{Dir: dir})
+	env, err := testenv.Start(ctx, testenv.Options{Dir: dir, ComponentQPS: envInt("COMPONENT_QPS", 0)})
 	if err != nil {
 		return err
 	}
@@ -151,6 +158,11 @@ func run() error {
 			return err
 		}
 		args, api, metricsAddr, pprofAddr = append(args, more...), a, m, p
+	} else {
+		if metricsAddr, err = freeAddr(); err != nil {
+			return err
+		}
+		args = append(args, "--metrics-addr", metricsAddr)
 	}
 	args = append(args, strings.Fields(os.Getenv("ARGS"))...)
 	ctl := exec.Command(bin, args...)
@@ -163,6 +175,14 @@ func run() error {
 	cfg := *env.Config
 	cfg.QPS, cfg.Burst = 500, 1000
 	c, err := client.New(&cfg, client.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		return err
+	}
+	// Voda's requests, and every client's writes, over the run.
+	var reqs requestLog
+	waitMetrics(metricsAddr)
+	reqs.sample(metricsAddr)
+	writesBefore, err := serverWrites(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -189,7 +209,6 @@ func run() error {
 	if scale {
 		poll, quiet, limit = 2*time.Second, 30*time.Second, 60*time.Minute
 	}
-	var reqs requestLog
 	deadline := time.Now().Add(limit)
 	stable := time.Time{}
 	pageJobs := []string{"job-000", fmt.Sprintf("job-%03d", jobs-1)}
@@ -230,6 +249,16 @@ func run() error {
 	}
 	all := stable.Sub(begin)
 	cpu, peak := procStats(ctl.Process.Pid)
+	reqs.sample(metricsAddr)
+	writesAfter, werr := serverWrites(ctx, env)
+	// Throughput to Running: the jobs whose workers all ran, over the time
+	// from the first creation to the last of them running.
+	var lastRunning time.Duration
+	for _, st := range seen {
+		if !st.first.IsZero() {
+			lastRunning = max(lastRunning, st.first.Sub(begin))
+		}
+	}
 
 	var decided, first, last []float64
 	gpusUsed := 0
@@ -286,6 +315,11 @@ func run() error {
 			}
 		}
 	}
+	if path := os.Getenv("TIMELINE"); path != "" {
+		if err := writeTimeline(ctx, c, ns, path, children, seen, created, pods.Items, begin); err != nil {
+			return err
+		}
+	}
 	slices.Sort(mpiAt)
 	slices.Sort(podAt)
 	slices.Sort(boundAt)
@@ -317,8 +351,17 @@ func run() error {
 	fmt.Printf("creation → final allocation, all workers Running (%d jobs): p50 %.2f s, p99 %.2f s, max %.2f s\n", len(last), pct(last, 50), pct(last, 99), pct(last, 100))
 	fmt.Printf("actions: %d (%.1f per second over the run)\n", actions, float64(actions)/all.Seconds())
 	fmt.Printf("controller: CPU %.2f s, peak RSS %.1f MiB\n", cpu, peak)
+	if lastRunning > 0 {
+		fmt.Printf("throughput to Running: %d jobs in %.1f s from the first creation, %.1f jobs/s\n",
+			len(first), lastRunning.Seconds(), float64(len(first))/lastRunning.Seconds())
+	}
+	reqs.report()
+	if werr != nil {
+		fmt.Println("API server metrics:", werr)
+	} else if n := len(reqs.writes); n >= 2 {
+		writeReport(writesBefore, writesAfter, reqs.writes[n-1]-reqs.writes[0])
+	}
 	if scale {
-		reqs.report()
 		rounds(metricsAddr)
 		timePages(ctx, api, gpuTypes[0], pageJobs)
 		_, rss := procStats(ctl.Process.Pid)
@@ -449,4 +492,56 @@ func countOK(seen map[string]*state) int {
 		}
 	}
 	return n
+}
+
+// writeTimeline writes, for every job, when it was created, when kubebench
+// saw its decision and all its workers running, when its child was
+// created, each of its pods' creation and conditions, and every Event of
+// the namespace: seconds from the first creation, one fact a line.
+func writeTimeline(ctx context.Context, c client.Client, ns, path string, children []schema.GroupVersionKind,
+	seen map[string]*state, created map[string]time.Time, pods []corev1.Pod, begin time.Time) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	at := func(t time.Time) string { return fmt.Sprintf("%.2f", t.Sub(begin).Seconds()) }
+	for name, t := range created {
+		fmt.Fprintf(f, "%s created %s\n", name, at(t))
+	}
+	for name, st := range seen {
+		fmt.Fprintf(f, "%s decided %s", name, at(st.decided))
+		if !st.first.IsZero() {
+			fmt.Fprintf(f, " running %s", at(st.first))
+		}
+		fmt.Fprintln(f)
+	}
+	for _, child := range children {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(child.GroupVersion().WithKind(child.Kind + "List"))
+		if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return errors.Join(err, f.Close())
+		}
+		for _, m := range l.Items {
+			fmt.Fprintf(f, "%s child %s\n", m.GetName(), at(m.GetCreationTimestamp().Time))
+		}
+	}
+	for _, p := range pods {
+		fmt.Fprintf(f, "%s pod %s created %s", p.Labels[v1alpha1.JobLabel], p.Name, at(p.CreationTimestamp.Time))
+		for _, cond := range p.Status.Conditions {
+			fmt.Fprintf(f, " %s=%s@%s", cond.Type, cond.Status, at(cond.LastTransitionTime.Time))
+		}
+		fmt.Fprintln(f)
+	}
+	var events corev1.EventList
+	if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		return errors.Join(err, f.Close())
+	}
+	for _, e := range events.Items {
+		t := e.LastTimestamp.Time
+		if t.IsZero() {
+			t = e.EventTime.Time
+		}
+		fmt.Fprintf(f, "%s event %s %s %s %s\n", e.InvolvedObject.Name, e.Source.Component, e.Reason, at(t), e.Message)
+	}
+	return f.Close()
 }

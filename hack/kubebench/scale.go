@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vodascheduler/voda/internal/testenv"
 	"github.com/vodascheduler/voda/pkg/apis/rest"
 )
 
@@ -94,8 +96,24 @@ func scrape(addr string) (map[string]float64, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	return parseMetrics(resp.Body)
+}
+
+// waitMetrics waits, at most a minute, until the controller serves its
+// metrics.
+func waitMetrics(addr string) {
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if _, err := scrape(addr); err == nil {
+			return
+		}
+	}
+}
+
+// parseMetrics reads the Prometheus text format: every sample by its name
+// and labels.
+func parseMetrics(r io.Reader) (map[string]float64, error) {
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -112,6 +130,74 @@ func scrape(addr string) (map[string]float64, error) {
 		}
 	}
 	return out, sc.Err()
+}
+
+// serverWrites is how many writes the API server has served so far, every
+// client's (apiserver_request_total of every verb that changes
+// something), by verb and resource ("PATCH pods", "PATCH trainingjobs/status").
+func serverWrites(ctx context.Context, env *testenv.Env) (map[string]float64, error) {
+	raw, err := env.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := parseMetrics(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for k, v := range m {
+		if !strings.HasPrefix(k, "apiserver_request_total{") {
+			continue
+		}
+		verb, resource, sub := label(k, "verb"), label(k, "resource"), label(k, "subresource")
+		switch verb {
+		case "POST", "PUT", "PATCH", "DELETE", "APPLY":
+		default:
+			continue
+		}
+		if sub != "" {
+			resource += "/" + sub
+		}
+		out[verb+" "+resource] += v
+	}
+	return out, nil
+}
+
+// label returns a label's value in a sample's name, "" if it has none.
+func label(sample, name string) string {
+	i := strings.Index(sample, name+`="`)
+	if i < 0 {
+		return ""
+	}
+	rest := sample[i+len(name)+2:]
+	if j := strings.IndexByte(rest, '"'); j >= 0 {
+		return rest[:j]
+	}
+	return ""
+}
+
+// writeReport prints the API server's writes between two serverWrites,
+// the most frequent kinds first, and Voda's share of them.
+func writeReport(before, after map[string]float64, voda float64) {
+	type kind struct {
+		name string
+		n    float64
+	}
+	var kinds []kind
+	all := 0.0
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			kinds = append(kinds, kind{k, d})
+			all += d
+		}
+	}
+	slices.SortFunc(kinds, func(a, b kind) int { return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.name, b.name)) })
+	var parts []string
+	for _, k := range kinds[:min(len(kinds), 10)] {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k.name, k.n))
+	}
+	fmt.Printf("writes the API server served, every client: %.0f, %.0f of them Voda's (%.0f%%); most: %s\n",
+		all, voda, 100*voda/max(all, 1), strings.Join(parts, ", "))
 }
 
 // requests sums Voda's requests to the API server so far: all, and the

@@ -106,6 +106,9 @@ are refused by name.`,
 			if !(o.SyncWrites > 0) || o.SyncWrites > float64(qps) {
 				return usageError{fmt.Errorf("--status-sync-writes %v: want a positive number of writes a second, at most --kube-api-qps (%v), which decisions share", o.SyncWrites, qps)}
 			}
+			if o.WriteConcurrency < 1 {
+				return usageError{fmt.Errorf("--write-concurrency %d: want at least 1 (writes one at a time)", o.WriteConcurrency)}
+			}
 			if !(memFraction >= 0 && memFraction < 1) {
 				return usageError{fmt.Errorf("--memory-limit-fraction %v: want a fraction of the container's memory limit, at least 0 (off) and below 1", memFraction)}
 			}
@@ -180,8 +183,9 @@ are refused by name.`,
 	f.DurationVar(&o.TypeChoiceDwell, "type-choice-dwell", typechoice.DefaultConfig().MinDwell, "least time between the first two moves of one waiting job between GPU types; it doubles with each further move, up to a day")
 	f.DurationVar(&o.SyncPeriod, "status-sync", kube.DefaultSyncPeriod, "how often every job's time counters are written to its status (decisions are written at once)")
 	f.Float64Var(&o.SyncWrites, "status-sync-writes", kube.DefaultSyncWrites, "most writes per second the counters' refreshes take, across every GPU type (oldest first); with more jobs than --status-sync times this, each job's counters are written less often")
-	f.Float32Var(&qps, "kube-api-qps", 50, "requests per second to the API server, sustained")
-	f.IntVar(&burst, "kube-api-burst", 100, "requests to the API server in a burst")
+	f.IntVar(&o.WriteConcurrency, "write-concurrency", kube.DefaultWriteConcurrency, "writes sent at once: each GPU type's scheduler writes a round's actions of one kind and the statuses a round changed this many at a time, and this many TrainingJobs are reconciled at once; 1 writes one by one; --kube-api-qps still bounds the rate")
+	f.Float32Var(&qps, "kube-api-qps", kube.DefaultKubeAPIQPS, "requests per second to the API server, sustained (a job costs about a dozen writes while it starts: its status, its child, a patch per worker, Events)")
+	f.IntVar(&burst, "kube-api-burst", kube.DefaultKubeAPIBurst, "requests to the API server in a burst")
 	f.StringVar(&o.ProgressURL, "progress-url", "", "base URL of the REST API as the jobs' pods reach it (e.g. http://voda.voda-system:8088); when set, every job's pods get VODA_PROGRESS_URL and VODA_PROGRESS_TOKEN to report their epochs, from which speedup and remaining time are estimated")
 	f.StringVar(&o.MetricsDir, "metrics-dir", "", "directory of the original Voda's per-job metrics CSV files (<job>.csv, one row per epoch); read into the jobs' progress")
 	f.DurationVar(&o.MetricsScan, "metrics-scan", kube.DefaultMetricsScan, "how often --metrics-dir is read")

@@ -103,7 +103,20 @@ func (e *Env) startControllerManager(port int) (*process, error) {
 }
 
 func (e *Env) startScheduler(port int) (*process, error) {
-	return e.start("kube-scheduler", "kube-scheduler", e.componentFlags("kube-scheduler", port))
+	flags := e.componentFlags("kube-scheduler", port)
+	if q := e.opts.ComponentQPS; q > 0 {
+		flags = append(flags, "--kube-api-qps="+strconv.Itoa(q), "--kube-api-burst="+strconv.Itoa(2*q))
+	}
+	return e.start("kube-scheduler", "kube-scheduler", flags)
+}
+
+// operatorRate is the operators' client rate flags.
+func (e *Env) operatorRate() []string {
+	q := e.opts.ComponentQPS
+	if q <= 0 {
+		q = 100
+	}
+	return []string{"--kube-api-qps=" + strconv.Itoa(q), "--kube-api-burst=" + strconv.Itoa(2*q)}
 }
 
 // componentFlags are the flags kube-controller-manager and kube-scheduler
@@ -181,14 +194,12 @@ func (e *Env) startMPIOperator(ctx context.Context) error {
 	if err := e.CreateNamespace(ctx, lockNamespace); err != nil {
 		return err
 	}
-	p, err := e.start("mpi-operator", "mpi-operator", []string{
+	p, err := e.start("mpi-operator", "mpi-operator", append([]string{
 		"--kubeConfig=" + e.Kubeconfig,
 		"--lock-namespace=" + lockNamespace,
 		"--threadiness=4",
-		"--kube-api-qps=100",
-		"--kube-api-burst=200",
 		"--monitoring-port=0",
-	})
+	}, e.operatorRate()...))
 	if err != nil {
 		return err
 	}

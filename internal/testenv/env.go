@@ -34,6 +34,12 @@ type Options struct {
 	// NoTrainingOperator skips only the PyTorchJob CRD and the
 	// training-operator.
 	NoTrainingOperator bool
+	// ComponentQPS, if set, is the client rate (requests a second,
+	// twice that in bursts) of kube-scheduler, mpi-operator and the
+	// training-operator; 0 leaves kube-scheduler at its default (50) and
+	// the operators at 100. A benchmark raises it to see what Voda itself
+	// allows.
+	ComponentQPS int
 	// Logf, if set, receives progress lines.
 	Logf func(format string, args ...any)
 }

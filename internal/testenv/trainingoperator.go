@@ -52,16 +52,14 @@ func (e *Env) startTrainingOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := e.start("training-operator", "training-operator", []string{
+	p, err := e.start("training-operator", "training-operator", append([]string{
 		"--enable-scheme=pytorchjob",
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]),
 		"--webhook-server-port=" + strconv.Itoa(ports[1]),
 		"--controller-threads=4",
-		"--kube-api-qps=100",
-		"--kube-api-burst=200",
 		"--zap-log-level=info",
-	}, "KUBECONFIG="+e.Kubeconfig, "MY_POD_NAMESPACE="+trainingOperatorNamespace)
+	}, e.operatorRate()...), "KUBECONFIG="+e.Kubeconfig, "MY_POD_NAMESPACE="+trainingOperatorNamespace)
 	if err != nil {
 		return err
 	}

@@ -32,11 +32,21 @@ const (
 	DefaultPolicy     = "HeSRPT"
 	OriginalPolicy    = "ElasticFIFO"
 	DefaultSyncPeriod = 30 * time.Second
+	// DefaultKubeAPIQPS and DefaultKubeAPIBurst are the controller's
+	// client rate to the API server: a job costs about a dozen writes
+	// while it starts (docs/scale.md), so 50 a second, client-go's usual,
+	// started fewer than five jobs a second.
+	DefaultKubeAPIQPS   = 200
+	DefaultKubeAPIBurst = 400
 	// DefaultSyncWrites is how many writes a second the refreshes of
-	// time counters may take, across every GPU type: a fifth of the
-	// default client rate (--kube-api-qps 50), so that decisions are
-	// written without waiting behind them however many jobs there are.
+	// time counters may take, across every GPU type: a twentieth of the
+	// default client rate, so that decisions are written without waiting
+	// behind them however many jobs there are.
 	DefaultSyncWrites = 10.0
+	// DefaultWriteConcurrency is how many writes a scheduling loop sends
+	// at once (a round's actions of one kind, the statuses a round
+	// changed), and how many TrainingJobs are reconciled at once.
+	DefaultWriteConcurrency = 16
 	// DefaultGangTimeout is how long a gang may take to start.
 	DefaultGangTimeout = 5 * time.Minute
 )
@@ -65,6 +75,13 @@ type Options struct {
 	// SyncPeriod × SyncWrites, each job's counters are written less often
 	// than SyncPeriod. Zero means DefaultSyncWrites.
 	SyncWrites float64
+	// WriteConcurrency is how many status writes a scheduling loop sends
+	// at once (a round's actions of one kind, the statuses a round
+	// changed), and how many TrainingJobs are reconciled at once (each
+	// creating or patching its child and pods); the client's rate limit
+	// still bounds them. Zero means DefaultWriteConcurrency; 1 writes one
+	// at a time.
+	WriteConcurrency int
 	// ConfigNamespace is where the ConfigMap voda-schedulers with per-GPU-type
 	// settings lives; empty means no runtime settings, only the options.
 	ConfigNamespace string
@@ -190,6 +207,9 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 	}
 	if !(opts.SyncWrites > 0) {
 		opts.SyncWrites = DefaultSyncWrites
+	}
+	if opts.WriteConcurrency <= 0 {
+		opts.WriteConcurrency = DefaultWriteConcurrency
 	}
 	if opts.GangTimeout <= 0 {
 		opts.GangTimeout = DefaultGangTimeout

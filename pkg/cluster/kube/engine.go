@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -18,14 +19,27 @@ import (
 )
 
 // engine is the scheduler of one GPU type and the backend that carries out
-// its plans. Everything but start runs on the loop's goroutine.
+// its plans. It runs on the loop's goroutine, but for start, the status
+// writes (see written) and Apply, which the loop calls for several actions
+// at once (Loop.Parallel) while it waits.
 type engine struct {
 	c       *Controller
 	gpuType api.GPUType
 	eng     *scheduler.Engine
 	loop    *scheduler.Loop
-	// written is the status last written for each job, and when.
+	// written is the status last written for each job, and when; wmu
+	// guards it and tickets. Statuses are computed on the loop's goroutine
+	// (or by actions it waits for) but may be written from others: each
+	// takes a ticket when computed, and a job's writes go out one at a
+	// time (its stripe of writing held), never one computed earlier after
+	// one computed later.
+	wmu     sync.Mutex
 	written map[api.JobID]written
+	tickets uint64
+	writing [64]sync.Mutex
+	// held is, per job, the latest progress of its starting workers not
+	// written yet (see sendProgress); guarded by wmu.
+	held map[api.JobID]pending
 
 	// known holds the jobs the engine has, so that reconcilers need not
 	// queue behind a scheduling round to learn it.
@@ -52,6 +66,39 @@ func (e *engine) setKnown(id api.JobID, known bool) {
 type written struct {
 	status v1alpha1.TrainingJobStatus
 	at     time.Time
+	ticket uint64
+}
+
+// pending is a status computed for a job and not yet written.
+type pending struct {
+	id     api.JobID
+	status v1alpha1.TrainingJobStatus
+	at     time.Time
+	ticket uint64
+}
+
+// lastWritten returns the status last written for a job.
+func (e *engine) lastWritten(id api.JobID) (written, bool) {
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	w, ok := e.written[id]
+	return w, ok
+}
+
+// forgetWritten drops what was written for a job that left the engine.
+func (e *engine) forgetWritten(id api.JobID) {
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	delete(e.written, id)
+	delete(e.held, id)
+}
+
+// pend takes a ticket for a status just computed.
+func (e *engine) pend(id api.JobID, s v1alpha1.TrainingJobStatus, now time.Time) pending {
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	e.tickets++
+	return pending{id: id, status: s, at: now, ticket: e.tickets}
 }
 
 // newEngine builds the engine of a GPU type; the caller holds c.mu.
@@ -68,8 +115,9 @@ func newEngine(c *Controller, t api.GPUType) *engine {
 	if err := eng.Step(scheduler.SetQueues{Queues: c.queues.quotasFor(t)}); err != nil {
 		c.log.Error(err, "queues", "gpuType", t)
 	}
-	e := &engine{c: c, gpuType: t, eng: eng, written: map[api.JobID]written{}, known: map[api.JobID]bool{}}
+	e := &engine{c: c, gpuType: t, eng: eng, written: map[api.JobID]written{}, held: map[api.JobID]pending{}, known: map[api.JobID]bool{}}
 	e.loop = scheduler.NewLoop(eng, e, scheduler.SystemClock{})
+	e.loop.Parallel = c.opts.WriteConcurrency
 	e.loop.OnError = func(err error) { c.log.Error(err, "scheduler", "gpuType", t) }
 	e.loop.AfterRound = func(en *scheduler.Engine, _ api.Plan) { e.persistAll(c.runCtx, en, false) }
 	if m := c.opts.Metrics; m != nil {
@@ -189,6 +237,7 @@ func nodeList(nodes []api.NodeName) string {
 // oldest first, as many as the controller's budget allows now: with
 // thousands of jobs, refreshing them all every period would take the
 // whole client rate and hold the loop (and every decision) behind it.
+// Up to the controller's WriteConcurrency writes go at once.
 func (e *engine) persistAll(ctx context.Context, en *scheduler.Engine, refresh bool) {
 	type stale struct {
 		j  scheduler.Job
@@ -196,24 +245,20 @@ func (e *engine) persistAll(ctx context.Context, en *scheduler.Engine, refresh b
 		at time.Time
 	}
 	var due []stale
+	var out []pending
 	now := time.Now()
 	for _, j := range en.Jobs() {
-		w, ok := e.written[j.ID]
+		w, ok := e.lastWritten(j.ID)
 		if ok && w.status.Phase.Final() {
 			continue // ended and written: nothing about it changes again
 		}
 		s := e.statusFor(j)
 		switch {
 		case !ok || !sameDecision(w.status, s):
-			if err := e.write(ctx, j.ID, s, now); err != nil {
-				e.c.log.Error(err, "write status", "job", j.ID)
-			}
+			out = append(out, e.pend(j.ID, s, now))
 		case refresh && now.Sub(w.at) >= e.c.opts.SyncPeriod:
 			due = append(due, stale{j, s, w.at})
 		}
-	}
-	if len(due) == 0 {
-		return
 	}
 	slices.SortFunc(due, func(a, b stale) int {
 		if c := a.at.Compare(b.at); c != 0 {
@@ -221,9 +266,16 @@ func (e *engine) persistAll(ctx context.Context, en *scheduler.Engine, refresh b
 		}
 		return strings.Compare(string(a.j.ID), string(b.j.ID))
 	})
-	for _, d := range due[:e.c.syncWrites.take(now, len(due))] {
-		if err := e.write(ctx, d.j.ID, d.s, now); err != nil {
-			e.c.log.Error(err, "write status", "job", d.j.ID)
+	if len(due) > 0 {
+		for _, d := range due[:e.c.syncWrites.take(now, len(due))] {
+			out = append(out, e.pend(d.j.ID, d.s, now))
+		}
+	}
+	errs := make([]error, len(out))
+	e.c.atOnce(len(out), func(i int) { errs[i] = e.send(ctx, out[i]) })
+	for i, err := range errs {
+		if err != nil {
+			e.c.log.Error(err, "write status", "job", out[i].id)
 		}
 	}
 }
@@ -248,32 +300,132 @@ func (e *engine) statusFor(j scheduler.Job) v1alpha1.TrainingJobStatus {
 // is set it skips a write that would change only the counters within the
 // sync period, or nothing at all.
 func (e *engine) persist(ctx context.Context, j scheduler.Job, force bool) error {
-	now := time.Now()
-	s := e.statusFor(j)
-	if w, ok := e.written[j.ID]; ok && !force && sameDecision(w.status, s) &&
-		(s.Phase.Final() || now.Sub(w.at) < e.c.opts.SyncPeriod) {
+	p, ok := e.prepare(j, force)
+	if !ok {
 		return nil
 	}
-	return e.write(ctx, j.ID, s, now)
+	return e.send(ctx, p)
 }
 
-// write patches a job's status and remembers it.
-func (e *engine) write(ctx context.Context, id api.JobID, s v1alpha1.TrainingJobStatus, now time.Time) error {
-	data, err := statusPatch(s)
+// prepare computes the status persist writes, and reports whether it is
+// to be written.
+func (e *engine) prepare(j scheduler.Job, force bool) (pending, bool) {
+	now := time.Now()
+	s := e.statusFor(j)
+	if w, ok := e.lastWritten(j.ID); ok && !force && sameDecision(w.status, s) &&
+		(s.Phase.Final() || now.Sub(w.at) < e.c.opts.SyncPeriod) {
+		return pending{}, false
+	}
+	return e.pend(j.ID, s, now), true
+}
+
+// send patches a job's status and remembers it, unless a status computed
+// after it was written already.
+func (e *engine) send(ctx context.Context, p pending) error {
+	data, err := statusPatch(p.status)
 	if err != nil {
 		return err
 	}
+	mu := &e.writing[stripe(p.id)]
+	mu.Lock()
+	defer mu.Unlock()
+	if w, ok := e.lastWritten(p.id); ok && w.ticket > p.ticket {
+		return nil
+	}
 	tj := &v1alpha1.TrainingJob{}
-	key := jobKey(id)
+	key := jobKey(p.id)
 	tj.Namespace, tj.Name = key.Namespace, key.Name
 	if err := e.c.client.Status().Patch(ctx, tj, client.RawPatch("application/merge-patch+json", data)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // deleted; the reconciler tells the engine
 		}
-		return fmt.Errorf("write status of %s: %w", id, err)
+		return fmt.Errorf("write status of %s: %w", p.id, err)
 	}
-	e.written[id] = written{status: s, at: now}
+	e.wmu.Lock()
+	e.written[p.id] = written{status: p.status, at: p.at, ticket: p.ticket}
+	e.wmu.Unlock()
 	return nil
+}
+
+// progressEvery is how often, at most, a starting job's status is
+// rewritten only to say how far its workers got: each worker's step
+// (created, placed, bound, running) would otherwise cost a write.
+const progressEvery = 2 * time.Second
+
+// sendProgress writes a status a reconciler computed from the job's
+// workers: at once if it says more than how far the starting workers got
+// (a new phase, size or placement, or every worker running) or if the
+// job's last write is progressEvery old; else it is held, and the latest
+// held is written when progressEvery has passed since that write.
+func (e *engine) sendProgress(ctx context.Context, p pending) error {
+	e.wmu.Lock()
+	w, ok := e.written[p.id]
+	wait := progressEvery - p.at.Sub(w.at)
+	if !ok || wait <= 0 || !progressOnly(w.status, p.status) {
+		e.wmu.Unlock()
+		return e.send(ctx, p)
+	}
+	_, timer := e.held[p.id]
+	e.held[p.id] = p
+	e.wmu.Unlock()
+	if !timer {
+		time.AfterFunc(wait, func() {
+			e.wmu.Lock()
+			h, ok := e.held[p.id]
+			delete(e.held, p.id)
+			e.wmu.Unlock()
+			if !ok {
+				return
+			}
+			if err := e.send(ctx, h); err != nil {
+				e.c.log.Error(err, "write status", "job", h.id)
+			}
+		})
+	}
+	return nil
+}
+
+// progressOnly reports whether two statuses of a starting job differ only
+// in how far its workers got.
+func progressOnly(a, b v1alpha1.TrainingJobStatus) bool {
+	if a.Phase != v1alpha1.PhaseStarting || b.Phase != v1alpha1.PhaseStarting {
+		return false
+	}
+	a.RunningWorkers, a.Message = 0, ""
+	b.RunningWorkers, b.Message = 0, ""
+	return sameDecision(a, b)
+}
+
+// atOnce calls fn(0) … fn(n-1), up to WriteConcurrency of them at a time,
+// and returns when all have.
+func (c *Controller) atOnce(n int, fn func(i int)) {
+	if c.opts.WriteConcurrency <= 1 || n <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(c.opts.WriteConcurrency, n) {
+		wg.Go(func() {
+			for i := range next {
+				fn(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// stripe picks the lock of writing that orders a job's writes.
+func stripe(id api.JobID) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return int(h.Sum32() % uint32(len(engine{}.writing)))
 }
 
 // admit makes sure the engine knows a TrainingJob: a new one is submitted;
@@ -372,7 +524,7 @@ func (e *engine) finish(ctx context.Context, id api.JobID, failed bool, msg stri
 func (e *engine) forget(ctx context.Context, id api.JobID) error {
 	e.setKnown(id, false)
 	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
-		delete(e.written, id)
+		e.forgetWritten(id)
 		e.c.finished(ctx, id, false)
 		e.jobGone(id)
 		j, ok := en.Job(id)

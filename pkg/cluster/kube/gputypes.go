@@ -391,7 +391,7 @@ func (c *Controller) move(ctx context.Context, tj *v1alpha1.TrainingJob, d typec
 			return nil
 		}
 		waiting = true
-		delete(e.written, id)
+		e.forgetWritten(id)
 		e.setKnown(id, false)
 		return en.Step(scheduler.JobDeleted{ID: id})
 	})

@@ -215,6 +215,19 @@ func testElasticFIFO(t *testing.T, k *cluster) {
 		}
 	}
 
+	// Statuses are written by several writers at once: one computed
+	// earlier never overwrites one computed later, whichever write ends
+	// last; the controller then writes the true one again.
+	if err := ctl.WriteOutOfOrder(context.Background(), ns, "j2", gpu, "computed first", "computed second"); err != nil {
+		t.Fatal(err)
+	}
+	if m := k.job(t, ns, "j2").Status.Message; m == "computed first" {
+		t.Errorf("j2's status says %q: an earlier status overwrote a later one", m)
+	}
+	waitFor(t, "j2's true status written again", func(context.Context) (bool, error) {
+		return !strings.HasPrefix(k.job(t, ns, "j2").Status.Message, "computed"), nil
+	})
+
 	k.completeLauncher(t, ns, "j1")
 	k.waitPhase(t, ns, "j1", v1alpha1.PhaseCompleted)
 	k.waitSettled(t, ns, "j2", 4)

@@ -54,7 +54,7 @@ func (c *Controller) Setup(mgr ctrl.Manager) error {
 		return err
 	}
 	err := jobs.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToJob)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.WriteConcurrency}).
 		Complete(reconcile.Func(c.reconcileJob))
 	if err != nil {
 		return err
@@ -630,13 +630,22 @@ func (c *Controller) showRunning(ctx context.Context, tj *v1alpha1.TrainingJob, 
 		return nil
 	}
 	e := c.engineFor(api.GPUType(tj.CurrentGPUType()))
-	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
+	// The status is computed on the loop, and written off it: the loop
+	// goes on scheduling meanwhile (a later status of the job is never
+	// overwritten by this one, see engine.send), and mere progress is
+	// written at most every progressEvery (engine.sendProgress).
+	var p pending
+	err := e.loop.Do(ctx, func(en *scheduler.Engine) error {
 		j, ok := en.Job(id)
-		if !ok || j.Phase != api.PhaseRunning {
-			return nil
+		if ok && j.Phase == api.PhaseRunning {
+			p, _ = e.prepare(j, true)
 		}
-		return e.persist(ctx, j, true)
+		return nil
 	})
+	if err != nil || p.ticket == 0 {
+		return err
+	}
+	return e.sendProgress(ctx, p)
 }
 
 // podHost is the hostname a pod runs on or is bound for, if any.

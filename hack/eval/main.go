@@ -18,9 +18,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/vodascheduler/voda/internal/parallel"
 	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/model"
@@ -174,24 +174,7 @@ func run(traces, gavel, shockwave, out, plots string) error {
 }
 
 // forEach calls f with 0 to n−1, on every core.
-func forEach(n int, f func(i int)) {
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				f(i)
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-}
+func forEach(n int, f func(i int)) { parallel.For(n, runtime.GOMAXPROCS(0), f) }
 
 // agg is the mean over workloads of per-workload metrics.
 type agg struct {

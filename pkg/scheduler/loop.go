@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-	"sync"
 	"time"
 
+	"github.com/vodascheduler/voda/internal/parallel"
 	"github.com/vodascheduler/voda/pkg/api"
 )
 
@@ -157,20 +157,7 @@ func (l *Loop) apply(ctx context.Context, actions []api.Action) {
 			continue
 		}
 		errs := make([]error, n)
-		next := make(chan int)
-		var wg sync.WaitGroup
-		for range min(l.Parallel, n) {
-			wg.Go(func() {
-				for i := range next {
-					errs[i] = l.backend.Apply(ctx, group[i])
-				}
-			})
-		}
-		for i := range group {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
+		parallel.For(n, l.Parallel, func(i int) { errs[i] = l.backend.Apply(ctx, group[i]) })
 		for i, a := range group {
 			l.failed(a, errs[i])
 		}

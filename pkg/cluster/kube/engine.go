@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vodascheduler/voda/internal/parallel"
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 	"github.com/vodascheduler/voda/pkg/scheduler"
@@ -272,7 +273,7 @@ func (e *engine) persistAll(ctx context.Context, en *scheduler.Engine, refresh b
 		}
 	}
 	errs := make([]error, len(out))
-	e.c.atOnce(len(out), func(i int) { errs[i] = e.send(ctx, out[i]) })
+	parallel.For(len(out), e.c.opts.WriteConcurrency, func(i int) { errs[i] = e.send(ctx, out[i]) })
 	for i, err := range errs {
 		if err != nil {
 			e.c.log.Error(err, "write status", "job", out[i].id)
@@ -394,31 +395,6 @@ func progressOnly(a, b v1alpha1.TrainingJobStatus) bool {
 	a.RunningWorkers, a.Message = 0, ""
 	b.RunningWorkers, b.Message = 0, ""
 	return sameDecision(a, b)
-}
-
-// atOnce calls fn(0) … fn(n-1), up to WriteConcurrency of them at a time,
-// and returns when all have.
-func (c *Controller) atOnce(n int, fn func(i int)) {
-	if c.opts.WriteConcurrency <= 1 || n <= 1 {
-		for i := range n {
-			fn(i)
-		}
-		return
-	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(c.opts.WriteConcurrency, n) {
-		wg.Go(func() {
-			for i := range next {
-				fn(i)
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 }
 
 // stripe picks the lock of writing that orders a job's writes.

@@ -29,8 +29,15 @@ type queueRead struct {
 // none.
 func (s *Server) readQueues(ctx context.Context) (*queueRead, error) {
 	out := &queueRead{cqs: map[string]*v1alpha1.ClusterQueue{}}
+	// From the controller's cache when it has one (it watches both kinds):
+	// the API server is busiest when many jobs start, when a team most
+	// wants to see its share.
+	r := client.Reader(s.c)
+	if s.o.Cache != nil {
+		r = s.o.Cache
+	}
 	var cqs v1alpha1.ClusterQueueList
-	if err := s.c.List(ctx, &cqs); err != nil {
+	if err := r.List(ctx, &cqs); err != nil {
 		if meta.IsNoMatchError(err) {
 			return out, nil
 		}
@@ -40,7 +47,7 @@ func (s *Server) readQueues(ctx context.Context) (*queueRead, error) {
 		out.cqs[cqs.Items[i].Name] = &cqs.Items[i]
 	}
 	var lqs v1alpha1.LocalQueueList
-	if err := s.c.List(ctx, &lqs, client.InNamespace(s.o.Namespace)); err != nil {
+	if err := r.List(ctx, &lqs, client.InNamespace(s.o.Namespace)); err != nil {
 		return nil, kubeError(err, "local queues", "")
 	}
 	out.lqs = lqs.Items

@@ -71,6 +71,16 @@ func testQueues(t *testing.T, e *apiEnv) {
 		q := l.Items[0]
 		return q.Name == "small" && q.ClusterQueue == "api-team" && q.Nominal == 4 && q.Used == 4 && q.RunningJobs == 1, nil
 	})
+	// The server that reads the controller's caches lists the same.
+	_, sa := e.serviceAccount(t, "queues-reader")
+	eventually(t, 60*time.Second, "the cached server's queues show the queue's use", func() (bool, error) {
+		qs, err := sa.Queues(ctx)
+		if err != nil || len(qs) != 1 {
+			return false, err
+		}
+		q := qs[0]
+		return q.Name == "small" && q.ClusterQueue == "api-team" && q.Nominal == 4 && q.Used == 4 && q.RunningJobs == 1, nil
+	})
 	// The dashboard's teams page shows the queue's use against its quota.
 	c := browserSession(t)
 	login(t, c, e.url, "alice")

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vodascheduler/voda/internal/parallel"
 	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
@@ -466,16 +467,20 @@ func (c *Controller) Schedulers(ctx context.Context) ([]SchedulerInfo, error) {
 		engines[i] = c.engines[t]
 	}
 	c.mu.Unlock()
+	// Each engine answers between its rounds: asked all at once, a page
+	// waits for the busiest, not for the sum.
 	out := make([]SchedulerInfo, len(engines))
-	for i, e := range engines {
-		err := e.loop.Do(ctx, func(en *scheduler.Engine) error {
+	errs := make([]error, len(engines))
+	parallel.For(len(engines), len(engines), func(i int) {
+		e := engines[i]
+		errs[i] = e.loop.Do(ctx, func(en *scheduler.Engine) error {
 			out[i] = SchedulerInfo{GPUType: e.gpuType, Policy: en.Policy(), RateLimit: en.RateLimit(),
 				Params: en.Algorithm().Changed(en.Policy()), GPUs: en.GPUs(), Nodes: en.Nodes(), Jobs: en.Jobs()}
 			return nil
 		})
-		if err != nil {
-			return nil, err
-		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

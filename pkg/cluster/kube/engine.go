@@ -320,6 +320,30 @@ func (e *engine) prepare(j scheduler.Job, force bool) (pending, bool) {
 	return e.pend(j.ID, s, now), true
 }
 
+// pendingFor is prepare's status, nil when there is nothing to write.
+func (e *engine) pendingFor(j scheduler.Job, force bool) *pending {
+	if p, ok := e.prepare(j, force); ok {
+		return &p
+	}
+	return nil
+}
+
+// update runs fn on the loop and writes the status it computed, if any,
+// off the loop: the loop goes on scheduling meanwhile, and a status of the
+// job computed later is never overwritten by this one (see send).
+func (e *engine) update(ctx context.Context, fn func(en *scheduler.Engine) (*pending, error)) error {
+	var p *pending
+	err := e.loop.Do(ctx, func(en *scheduler.Engine) error {
+		var err error
+		p, err = fn(en)
+		return err
+	})
+	if err != nil || p == nil {
+		return err
+	}
+	return e.send(ctx, *p)
+}
+
 // send patches a job's status and remembers it, unless a status computed
 // after it was written already.
 func (e *engine) send(ctx context.Context, p pending) error {
@@ -413,16 +437,16 @@ func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob, unschedula
 	if e.knows(id) {
 		return e.c.setJobQueue(ctx, e, id, q)
 	}
-	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
+	return e.update(ctx, func(en *scheduler.Engine) (*pending, error) {
 		if _, ok := en.Job(id); ok {
 			e.setKnown(id, true)
-			return nil
+			return nil, nil
 		}
 		switch {
 		case tj.Status.Phase == "" || tj.Status.Phase == v1alpha1.PhaseSubmitted:
 			rem, fit := e.c.prior(tj)
 			if err := en.Step(scheduler.JobSubmitted{ID: id, Spec: specOf(tj, e.c.opts.Accelerators), Remaining: rem, Speedup: fit.Speedup, Measured: fit.KnownAt}); err != nil {
-				return err
+				return nil, err
 			}
 			e.submitted(tj)
 			if m := e.c.opts.Metrics; m != nil {
@@ -433,24 +457,24 @@ func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob, unschedula
 			if err := en.Restore([]scheduler.Job{rec}); err != nil {
 				rec.Phase, rec.Workers, rec.Nodes = api.PhaseWaiting, 0, nil
 				if err := en.Restore([]scheduler.Job{rec}); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
 		if unschedulable != "" {
 			if err := en.Step(scheduler.JobUnschedulable{ID: id, Reason: unschedulable}); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if err := en.Step(scheduler.JobQueue{ID: id, ClusterQueue: q.clusterQueue, Problem: q.problem}); err != nil {
-			return err
+			return nil, err
 		}
 		e.c.mu.Lock()
 		e.c.jobQueues[id] = q
 		e.c.mu.Unlock()
 		e.setKnown(id, true)
 		j, _ := en.Job(id)
-		return e.persist(ctx, j, true)
+		return e.pendingFor(j, true), nil
 	})
 }
 
@@ -462,12 +486,12 @@ func (e *engine) submitted(tj *v1alpha1.TrainingJob) {
 
 // finish tells the engine a job ended, and writes it down.
 func (e *engine) finish(ctx context.Context, id api.JobID, failed bool, msg string) error {
-	return e.loop.Do(ctx, func(en *scheduler.Engine) error {
+	return e.update(ctx, func(en *scheduler.Engine) (*pending, error) {
 		if j, ok := en.Job(id); ok && j.Phase.Final() {
 			// Ended already: this reconcile read the TrainingJob before
 			// its final status reached the cache. Write that status only
 			// if it was not written.
-			return e.persist(ctx, j, false)
+			return e.pendingFor(j, false), nil
 		}
 		var ev scheduler.Event = scheduler.JobCompleted{ID: id}
 		reason, words := "Completed", "Training completed"
@@ -478,7 +502,7 @@ func (e *engine) finish(ctx context.Context, id api.JobID, failed bool, msg stri
 			words += ": " + msg
 		}
 		if err := en.Step(ev); err != nil {
-			return err
+			return nil, err
 		}
 		e.c.event(id, eventType(failed), reason, words)
 		learned := e.c.finished(ctx, id, !failed)
@@ -486,13 +510,13 @@ func (e *engine) finish(ctx context.Context, id api.JobID, failed bool, msg stri
 		j, _ := en.Job(id)
 		if learned {
 			if err := e.relearn(en, j); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if m := e.c.opts.Metrics; m != nil {
 			m.Finished(e.gpuType, j, j.Phase, time.Now())
 		}
-		return e.persist(ctx, j, true)
+		return e.pendingFor(j, true), nil
 	})
 }
 

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/vodascheduler/voda/internal/parallel"
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 	"github.com/vodascheduler/voda/pkg/quota"
@@ -209,16 +210,25 @@ func (c *Controller) Queues(ctx context.Context) (map[string][]TypedQueueStatus,
 	c.mu.Lock()
 	engines := slices.Collect(maps.Values(c.engines))
 	c.mu.Unlock()
-	out := map[string][]TypedQueueStatus{}
-	for _, e := range engines {
-		err := e.loop.Do(ctx, func(en *scheduler.Engine) error {
+	// All engines at once (see Schedulers), each into its own list.
+	per := make([][]TypedQueueStatus, len(engines))
+	errs := make([]error, len(engines))
+	parallel.For(len(engines), len(engines), func(i int) {
+		e := engines[i]
+		errs[i] = e.loop.Do(ctx, func(en *scheduler.Engine) error {
 			for _, q := range en.Queues() {
-				out[q.Name] = append(out[q.Name], TypedQueueStatus{GPUType: e.gpuType, QueueStatus: q, GPUs: en.GPUs()})
+				per[i] = append(per[i], TypedQueueStatus{GPUType: e.gpuType, QueueStatus: q, GPUs: en.GPUs()})
 			}
 			return nil
 		})
-		if err != nil {
-			return nil, err
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out := map[string][]TypedQueueStatus{}
+	for _, qs := range per {
+		for _, q := range qs {
+			out[q.Name] = append(out[q.Name], q)
 		}
 	}
 	for _, qs := range out {

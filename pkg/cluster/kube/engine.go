@@ -329,9 +329,10 @@ func (e *engine) pendingFor(j scheduler.Job, force bool) *pending {
 }
 
 // update runs fn on the loop and writes the status it computed, if any,
-// off the loop: the loop goes on scheduling meanwhile, and a status of the
-// job computed later is never overwritten by this one (see send).
-func (e *engine) update(ctx context.Context, fn func(en *scheduler.Engine) (*pending, error)) error {
+// off the loop with write (send, or sendProgress): the loop goes on
+// scheduling meanwhile, and a status of the job computed later is never
+// overwritten by this one (see send).
+func (e *engine) update(ctx context.Context, write func(context.Context, pending) error, fn func(en *scheduler.Engine) (*pending, error)) error {
 	var p *pending
 	err := e.loop.Do(ctx, func(en *scheduler.Engine) error {
 		var err error
@@ -341,7 +342,7 @@ func (e *engine) update(ctx context.Context, fn func(en *scheduler.Engine) (*pen
 	if err != nil || p == nil {
 		return err
 	}
-	return e.send(ctx, *p)
+	return write(ctx, *p)
 }
 
 // send patches a job's status and remembers it, unless a status computed
@@ -437,7 +438,7 @@ func (e *engine) admit(ctx context.Context, tj *v1alpha1.TrainingJob, unschedula
 	if e.knows(id) {
 		return e.c.setJobQueue(ctx, e, id, q)
 	}
-	return e.update(ctx, func(en *scheduler.Engine) (*pending, error) {
+	return e.update(ctx, e.send, func(en *scheduler.Engine) (*pending, error) {
 		if _, ok := en.Job(id); ok {
 			e.setKnown(id, true)
 			return nil, nil
@@ -486,7 +487,7 @@ func (e *engine) submitted(tj *v1alpha1.TrainingJob) {
 
 // finish tells the engine a job ended, and writes it down.
 func (e *engine) finish(ctx context.Context, id api.JobID, failed bool, msg string) error {
-	return e.update(ctx, func(en *scheduler.Engine) (*pending, error) {
+	return e.update(ctx, e.send, func(en *scheduler.Engine) (*pending, error) {
 		if j, ok := en.Job(id); ok && j.Phase.Final() {
 			// Ended already: this reconcile read the TrainingJob before
 			// its final status reached the cache. Write that status only

@@ -634,18 +634,12 @@ func (c *Controller) showRunning(ctx context.Context, tj *v1alpha1.TrainingJob, 
 	// goes on scheduling meanwhile (a later status of the job is never
 	// overwritten by this one, see engine.send), and mere progress is
 	// written at most every progressEvery (engine.sendProgress).
-	var p pending
-	err := e.loop.Do(ctx, func(en *scheduler.Engine) error {
-		j, ok := en.Job(id)
-		if ok && j.Phase == api.PhaseRunning {
-			p, _ = e.prepare(j, true)
+	return e.update(ctx, e.sendProgress, func(en *scheduler.Engine) (*pending, error) {
+		if j, ok := en.Job(id); ok && j.Phase == api.PhaseRunning {
+			return e.pendingFor(j, true), nil
 		}
-		return nil
+		return nil, nil
 	})
-	if err != nil || p.ticket == 0 {
-		return err
-	}
-	return e.sendProgress(ctx, p)
 }
 
 // podHost is the hostname a pod runs on or is bound for, if any.

@@ -84,7 +84,8 @@ and **Voda** (`+"`pkg/typechoice`"+`, as the controller runs it: for each type,
 when the job would be done there if the type ran its jobs as a list in its
 policy's order, each on the GPUs it asks for (grown into free GPUs under
 elastic policies), plus what it would hold back the jobs there (those it goes ahead of, running or waiting, or under arrival order those waiting); a new job goes where it runs fastest unless another
-type comes out a fifth lower, and a waiting job moves when another type
+type comes out a fifth lower (three tenths under the Tiresias policies),
+and a waiting job moves when another type
 comes out a fifth lower, at most once per 10 minutes; a job holding GPUs
 keeps its type; see docs/simulator.md). Workloads: Gavel's
 generator (uniform job types, Philly-like scale factors, 80% of durations

@@ -50,7 +50,9 @@
 //
 // Jobs are considered one at a time, the least work first. A new job
 // goes to the type where it runs its request fastest, unless another type
-// costs at least Prefer (a fifth) less. A job already on a type moves only
+// costs at least Prefer (a fifth) less; under least attained service at
+// least PreferService (three tenths) less, as the rule's list by work is
+// furthest from those policies' order. A job already on a type moves only
 // when another type costs at least Hysteresis (a fifth) less, and not
 // within MinDwell (10 minutes) of its last move, a time that doubles
 // with each further move of the job (so a job that waits while the
@@ -159,11 +161,18 @@ type Config struct {
 	// Prefer is the fraction by which another type must cost less than
 	// the one where a new job runs fastest for the job to go there (0.2).
 	Prefer float64
+	// PreferService is Prefer for types served by least attained
+	// service (0.3). The rule lists their jobs by work, which those
+	// policies do not know: they serve a job by the service it has had,
+	// reset at each start, and promote the starved, so the rule's
+	// estimates of them are its least sure, and a new job leaves its
+	// fastest type only for a larger saving.
+	PreferService float64
 }
 
 // DefaultConfig is the configuration Voda uses.
 func DefaultConfig() Config {
-	return Config{Hysteresis: 0.2, RestartCost: 60, MinDwell: 10 * time.Minute, DefaultSpeed: 1, Prefer: 0.2}
+	return Config{Hysteresis: 0.2, RestartCost: 60, MinDwell: 10 * time.Minute, DefaultSpeed: 1, Prefer: 0.2, PreferService: 0.3}
 }
 
 // Decision is a job's type and why.
@@ -209,6 +218,10 @@ func OrderOf(policy string) string {
 func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) map[string]Decision {
 	if cfg.DefaultSpeed <= 0 {
 		cfg.DefaultSpeed = 1
+	}
+	prefer := cfg.Prefer
+	if order == ByService {
+		prefer = cfg.PreferService
 	}
 	gpus, elastic := map[string]int{}, map[string]bool{}
 	for _, t := range types {
@@ -322,9 +335,9 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 			}
 		}
 		fast := fastest(j, gpus, entryOn)
-		if j.Current == "" && fast != best && !(cost[best] < (1-cfg.Prefer)*cost[fast]) {
+		if j.Current == "" && fast != best && !(cost[best] < (1-prefer)*cost[fast]) {
 			// A new job goes where it runs fastest unless another type
-			// costs less by Prefer.
+			// costs less by Prefer (PreferService).
 			best = fast
 		}
 		d := Decision{Type: best}
@@ -336,7 +349,7 @@ func Assign(types []Type, jobs []Job, now time.Time, order string, cfg Config) m
 			d.Reason = fmt.Sprintf("%s: estimated done in %s there, %s", best, words(fin[best]), alternatives(j, best, finish))
 			if sooner := soonest(j, fin); fin[sooner] < fin[best] {
 				if best == fast && cost[sooner] < cost[best] {
-					d.Reason += fmt.Sprintf("; it runs fastest on %s, and %s would not save %.0f%%", best, sooner, 100*cfg.Prefer)
+					d.Reason += fmt.Sprintf("; it runs fastest on %s, and %s would not save %.0f%%", best, sooner, 100*prefer)
 				} else {
 					d.Reason += fmt.Sprintf("; on %s it would hold back %s", sooner, jobsHeld(held[sooner]))
 				}

@@ -85,6 +85,28 @@ func TestCloseCallsGoToTheFastestType(t *testing.T) {
 	}
 }
 
+// TestServiceOrderAsksALargerSaving: under least attained service a new
+// job leaves its fastest type only when another costs three tenths less,
+// not a fifth: the rule's list by work is furthest from those policies'
+// order.
+func TestServiceOrderAsksALargerSaving(t *testing.T) {
+	one := []typechoice.Type{{Name: "k80", GPUs: 1}, {Name: "v100", GPUs: 1}}
+	jobs := []typechoice.Job{
+		{ID: "ahead", Types: []string{"v100"}, Work: 330, Speed: map[string]float64{"v100": 1.1}, Current: "v100", Ran: true, Submitted: now.Add(-time.Hour)},
+		{ID: "a", Types: []string{"k80", "v100"}, Speed: map[string]float64{"k80": 0.625, "v100": 1.1}, Work: 1000, Submitted: now},
+	}
+	// On the V100 it would be done in 300 + 909 s and hold "ahead" back
+	// by 909 s: 2118. On the K80 1600 s: a quarter less.
+	cfg := typechoice.DefaultConfig()
+	if d := typechoice.Assign(one, jobs, now, typechoice.ByService, cfg); d["a"].Type != "v100" {
+		t.Errorf("a quarter less under least attained service: %+v", d["a"])
+	}
+	cfg.PreferService = cfg.Prefer
+	if d := typechoice.Assign(one, jobs, now, typechoice.ByService, cfg); d["a"].Type != "k80" {
+		t.Errorf("a quarter less, asking a fifth: %+v", d["a"])
+	}
+}
+
 // TestAJobRunsOnItsOwnGPUs: a one-GPU job on eight idle K80s runs on one
 // of them, not on all eight; it waits half an hour for a V100 three times
 // as fast rather than run an hour on a K80.

@@ -18,8 +18,10 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
@@ -439,5 +441,84 @@ func testGPUTypes(t *testing.T, e *apiEnv) {
 	}
 	if code, msg := e.call(t, "DELETE", "/api/v1/jobs/twotypes", "alice", "", ""); code != 200 {
 		t.Fatalf("delete: %d %s", code, msg)
+	}
+}
+
+// testPagesFromCache: the server with the controller's caches (the TLS
+// one) draws the cluster page and a job's page without reading the job or
+// the settings ConfigMap from the API server; a job it does not yet hold
+// in its cache is read from the API server, and so are the settings for
+// a while after a change, so the page a change leads to shows it.
+func testPagesFromCache(t *testing.T, e *apiEnv) {
+	ctx := context.Background()
+	token, _ := e.serviceAccount(t, "pager")
+	c := tlsClient(t, e)
+	if code, _, _ := page(t, c, "POST", e.tlsURL+"/ui/login", url.Values{"token": {token}}); code != 303 {
+		t.Fatalf("login over TLS: %d", code)
+	}
+	const jobs, configMaps = "*v1alpha1.TrainingJob", "*v1.ConfigMap"
+	// Created and opened at once: read from the API server.
+	if code, msg := e.call(t, "POST", "/api/v1/jobs", "root", "application/yaml", tj("paged")); code != 201 {
+		t.Fatalf("create: %d %s", code, msg)
+	}
+	t.Cleanup(func() { e.call(t, "DELETE", "/api/v1/jobs/paged", "root", "", "") })
+	if code, body, _ := page(t, c, "GET", e.tlsURL+"/ui/jobs/paged", nil); code != 200 || !strings.Contains(body, "paged") {
+		t.Fatalf("the page of a job just created: %d", code)
+	}
+	// Once the cache has it, the page reads only the cache.
+	eventually(t, time.Minute, "the page of paged is drawn from the cache", func() (bool, error) {
+		before := e.tlsDirect.of(jobs)
+		code, _, _ := page(t, c, "GET", e.tlsURL+"/ui/jobs/paged", nil)
+		return code == 200 && e.tlsDirect.of(jobs) == before, fmt.Errorf("%d, %d reads of the job from the API server", code, e.tlsDirect.of(jobs)-before)
+	})
+	// Once 30 s have passed since this server last wrote the settings
+	// (earlier tests did), the cluster page reads them from the cache.
+	var body string
+	eventually(t, time.Minute, "the cluster page is drawn from the cache", func() (bool, error) {
+		before := e.tlsDirect.of(configMaps)
+		var code int
+		code, body, _ = page(t, c, "GET", e.tlsURL+"/ui/cluster", nil)
+		return code == 200 && e.tlsDirect.of(configMaps) == before, fmt.Errorf("%d, %d reads of the settings from the API server", code, e.tlsDirect.of(configMaps)-before)
+	})
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("no CSRF token on the cluster page")
+	}
+	// A change shows on the page it leads to: read from the API server.
+	key := types.NamespacedName{Namespace: apiNS, Name: kube.ConfigMapName}
+	var was corev1.ConfigMap
+	err := e.k8s.Get(ctx, key, &was)
+	existed := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var cm corev1.ConfigMap
+			if err := e.k8s.Get(ctx, key, &cm); err != nil {
+				return err
+			}
+			if !existed {
+				return e.k8s.Delete(ctx, &cm)
+			}
+			cm.Data = was.Data
+			return e.k8s.Update(ctx, &cm)
+		})
+		if err != nil {
+			t.Errorf("restore the settings: %v", err)
+		}
+	})
+	for _, algo := range []string{"SRJF", "ElasticFIFO"} {
+		if code, _, _ := page(t, c, "POST", e.tlsURL+"/ui/schedulers/"+testGPUType, url.Values{"algorithm": {algo}, "csrf": {m[1]}}); code != 303 {
+			t.Fatalf("set %s: %d", algo, code)
+		}
+		before := e.tlsDirect.of(configMaps)
+		_, body, _ = page(t, c, "GET", e.tlsURL+"/ui/cluster", nil)
+		if !regexp.MustCompile(`data-gpu-type="` + testGPUType + `"[\s\S]*?<span data-algorithm>` + algo + `</span>`).MatchString(body) {
+			t.Errorf("the cluster page right after setting %s does not show it", algo)
+		}
+		if e.tlsDirect.of(configMaps) == before {
+			t.Errorf("the cluster page right after setting %s read the settings from the cache", algo)
+		}
 	}
 }

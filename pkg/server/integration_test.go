@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/vodascheduler/voda/internal/cli"
 	"github.com/vodascheduler/voda/internal/testenv"
@@ -74,6 +76,31 @@ type apiEnv struct {
 	registry   *prometheus.Registry
 	tlsRegistr *prometheus.Registry
 	metricsDir string // the controller's --metrics-dir
+	// tlsDirect counts the TLS server's reads of one object from the API
+	// server, by kind.
+	tlsDirect *directReads
+}
+
+// directReads counts a client's Gets by the kind of object read.
+type directReads struct {
+	mu     sync.Mutex
+	byKind map[string]int
+}
+
+func (d *directReads) of(kind string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.byKind[kind]
+}
+
+// counting wraps c so that d counts its Gets.
+func (d *directReads) counting(c ctrlclient.WithWatch) ctrlclient.Client {
+	return interceptor.NewClient(c, interceptor.Funcs{Get: func(ctx context.Context, c ctrlclient.WithWatch, key ctrlclient.ObjectKey, obj ctrlclient.Object, opts ...ctrlclient.GetOption) error {
+		d.mu.Lock()
+		d.byKind[fmt.Sprintf("%T", obj)]++
+		d.mu.Unlock()
+		return c.Get(ctx, key, obj, opts...)
+	}})
 }
 
 // tlsClock is the clock of the TokenReview server: stopped at the time the
@@ -104,6 +131,7 @@ func TestIntegrationAPI(t *testing.T) {
 	t.Run("Queues", func(t *testing.T) { testQueues(t, e) })
 	t.Run("ListPages", func(t *testing.T) { testListPages(t, e) })
 	t.Run("ListFromCache", func(t *testing.T) { testListFromCache(t, e) })
+	t.Run("PagesFromCache", func(t *testing.T) { testPagesFromCache(t, e) })
 	t.Run("Outage", func(t *testing.T) { testOutage(t, e) })
 	// Last: every status code answered above must be documented.
 	t.Run("StatusCodesDocumented", func(t *testing.T) {
@@ -173,7 +201,8 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &apiEnv{env: env, k8s: k8s, ctrl: ctrl, registry: registry, tlsRegistr: prometheus.NewRegistry(), metricsDir: metricsDir}
+	e := &apiEnv{env: env, k8s: k8s, ctrl: ctrl, registry: registry, tlsRegistr: prometheus.NewRegistry(), metricsDir: metricsDir,
+		tlsDirect: &directReads{byKind: map[string]int{}}}
 
 	static, err := server.ParseTokens(strings.NewReader(tokenFile))
 	if err != nil {
@@ -207,7 +236,11 @@ func startAPIEnv(t *testing.T) *apiEnv {
 	if err := kube.IndexJobEvents(context.Background(), mgr); err != nil {
 		t.Fatal(err)
 	}
-	trs, err := server.New(sa, server.TokenReview{Client: sa}, opts)
+	saw, err := ctrlclient.NewWithWatch(saCfg, ctrlclient.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trs, err := server.New(e.tlsDirect.counting(saw), server.TokenReview{Client: sa}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -220,15 +220,29 @@ func joinPhases() string {
 	return strings.Join(s, ", ")
 }
 
-// job reads the job named in the path, if u may see it.
+// job reads the job named in the path from the API server, if u may see
+// it.
 func (s *Server) job(r *http.Request, u User) (*v1alpha1.TrainingJob, error) {
+	return s.jobFrom(r, u, false)
+}
+
+// jobFrom is job, read from the cache if cached is set and the server has
+// one (a job it does not hold yet, from the API server).
+func (s *Server) jobFrom(r *http.Request, u User, cached bool) (*v1alpha1.TrainingJob, error) {
 	name := r.PathValue("name")
 	if msgs := validation.IsDNS1035Label(name); len(msgs) > 0 {
 		return nil, errorf(http.StatusBadRequest, "%q is not a job name: %s", name, strings.Join(msgs, "; "))
 	}
+	key := types.NamespacedName{Namespace: s.o.Namespace, Name: name}
 	tj := &v1alpha1.TrainingJob{}
-	if err := s.c.Get(r.Context(), types.NamespacedName{Namespace: s.o.Namespace, Name: name}, tj); err != nil {
-		return nil, kubeError(err, "job", name)
+	err := errNotRead
+	if cached && s.o.Cache != nil {
+		err = s.o.Cache.Get(r.Context(), key, tj)
+	}
+	if err != nil {
+		if err := s.c.Get(r.Context(), key, tj); err != nil {
+			return nil, kubeError(err, "job", name)
+		}
 	}
 	if tj.Spec.Submitter != u.Name && !s.admin(u) {
 		return nil, errorf(http.StatusForbidden, "job %s belongs to another user: you (%s) may see and delete only your own jobs", name, u.Name)
@@ -236,6 +250,9 @@ func (s *Server) job(r *http.Request, u User) (*v1alpha1.TrainingJob, error) {
 	typed(tj)
 	return tj, nil
 }
+
+// errNotRead stands for a read not tried.
+var errNotRead = errors.New("not read")
 
 // getJob is GET /api/v1/jobs/{name}.
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request, u User) error {

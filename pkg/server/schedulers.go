@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -138,11 +139,22 @@ func (s *Server) schedulersOf(cr *clusterRead) map[string]rest.Scheduler {
 	return out
 }
 
+// settingsFresh is how long after this server wrote the settings they
+// are read from the API server rather than the cache: the cache shows a
+// write within moments, far less while the API server is idle.
+const settingsFresh = 30 * time.Second
+
 // settingsData is the data of the settings ConfigMap; none if it does not
-// exist.
+// exist. It comes from the cache, as the controller reads it, unless this
+// server wrote it within settingsFresh: the page a change leads to shows
+// the change.
 func (s *Server) settingsData(ctx context.Context) (map[string]string, error) {
+	r := client.Reader(s.c)
+	if s.o.Cache != nil && time.Since(time.Unix(0, s.settingsWritten.Load())) > settingsFresh {
+		r = s.o.Cache
+	}
 	var cm corev1.ConfigMap
-	err := s.c.Get(ctx, types.NamespacedName{Namespace: s.o.ConfigNamespace, Name: kube.ConfigMapName}, &cm)
+	err := r.Get(ctx, types.NamespacedName{Namespace: s.o.ConfigNamespace, Name: kube.ConfigMapName}, &cm)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -226,6 +238,8 @@ func (s *Server) defaults() kube.Defaults {
 // writeSettings merges an update into the GPU type's ConfigMap entry,
 // creating the ConfigMap if needed, retrying on conflicting writes.
 func (s *Server) writeSettings(ctx context.Context, t string, up rest.SchedulerUpdate) error {
+	// Marked before the write, so that no read after it can miss it.
+	s.settingsWritten.Store(time.Now().UnixNano())
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cm := &corev1.ConfigMap{}
 		key := types.NamespacedName{Namespace: s.o.ConfigNamespace, Name: kube.ConfigMapName}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -76,10 +77,14 @@ type Options struct {
 	UI bool
 	// Cache, if set, serves the reads of nodes and jobs the dashboard,
 	// GET /api/v1/schedulers and the paged job list are built from (the
-	// controller's informer cache): at thousands of jobs a read from the
-	// API server takes seconds. A job created or deleted through the API
-	// is waited for until the cache shows it (listpage.go). Single jobs
-	// are still read from the API server.
+	// controller's informer cache), the settings ConfigMap, and the job of
+	// a job's dashboard page: while thousands of jobs start, a read from
+	// the API server waits seconds behind their writes. A job created or
+	// deleted through the API is waited for until the cache shows it
+	// (listpage.go); a job the cache does not hold yet, and the settings
+	// for a while after this server wrote them, are read from the API
+	// server, so a change shows on the page it leads to. A job of the REST
+	// API (GET, DELETE, progress) is still read from the API server.
 	Cache client.Reader
 	// OtherGPUs, if set, counts the GPUs that pods which are not Voda's
 	// hold on each node (the controller's cache of those pods); nil lists
@@ -106,6 +111,11 @@ type Server struct {
 
 	keyMu sync.Mutex
 	key   []byte // the progress tokens' key, once read
+
+	// settingsWritten is when this server last wrote the settings
+	// ConfigMap (Unix nanoseconds): until the cache has surely seen it,
+	// settings are read from the API server.
+	settingsWritten atomic.Int64
 
 	watch watcher // the dashboard's change detection
 }

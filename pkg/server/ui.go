@@ -449,7 +449,7 @@ func (s *Server) uiTeams(w http.ResponseWriter, r *http.Request, sess session) e
 }
 
 func (s *Server) uiJob(w http.ResponseWriter, r *http.Request, sess session) error {
-	tj, err := s.job(r, sess.u)
+	tj, err := s.jobFrom(r, sess.u, true)
 	if err != nil {
 		return err
 	}

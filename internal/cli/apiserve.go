@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
@@ -25,6 +26,7 @@ type apiFlags struct {
 	namespace               string
 	maxBody                 int64
 	ui                      bool
+	authTTL                 time.Duration
 }
 
 func (a *apiFlags) add(f *pflag.FlagSet) {
@@ -33,6 +35,7 @@ func (a *apiFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&a.keyFile, "api-tls-key-file", "", "PEM private key of the REST API's certificate")
 	f.StringVar(&a.auth, "api-auth", "tokenreview", "how the REST API checks bearer tokens: tokenreview (the Kubernetes TokenReview API) or static (--api-token-file)")
 	f.StringVar(&a.tokenFile, "api-token-file", "", `static tokens, one CSV line each: token,user,uid,"group1,group2"`)
+	f.DurationVar(&a.authTTL, "api-auth-cache-ttl", 10*time.Second, "with --api-auth tokenreview, how long a token the API server accepted is remembered: a dashboard authenticates every page, and each TokenReview waits behind the writes when many jobs start; a revoked token works this much longer; 0 asks for every request")
 	f.StringVar(&a.audiences, "api-token-audiences", "", "comma-separated audiences a token must be made for, with --api-auth tokenreview (e.g. voda, and users run kubectl create token SA --audience voda); empty accepts the API server's own, so any pod's service-account token logs in")
 	f.StringVar(&a.adminGroups, "api-admin-groups", "system:masters,"+server.DefaultAdminGroup, "comma-separated groups whose members see every job and change schedulers")
 	f.StringVar(&a.namespace, "api-namespace", "", "namespace of the jobs submitted through the REST API (default --namespace, else the pod's, else default)")
@@ -63,6 +66,9 @@ func (a *apiFlags) check() error {
 	if (a.certFile == "") != (a.keyFile == "") {
 		return usageError{errors.New("--api-tls-cert-file and --api-tls-key-file go together")}
 	}
+	if a.authTTL < 0 {
+		return usageError{fmt.Errorf("--api-auth-cache-ttl %s: want 0 (ask the API server for every request) or a positive duration", a.authTTL)}
+	}
 	if a.maxBody <= 0 {
 		return usageError{errors.New("--api-max-body-bytes must be positive")}
 	}
@@ -80,7 +86,7 @@ func (a *apiFlags) addTo(mgr ctrl.Manager, cfg *rest.Config, o kube.ManagerOptio
 	if err != nil {
 		return err
 	}
-	var auth server.Authenticator = server.TokenReview{Client: c, Audiences: splitList(a.audiences)}
+	auth := server.RememberAccepted(server.TokenReview{Client: c, Audiences: splitList(a.audiences)}, a.authTTL)
 	if a.auth == "static" {
 		if auth, err = server.LoadTokenFile(a.tokenFile); err != nil {
 			return usageError{fmt.Errorf("--api-token-file: %w", err)}

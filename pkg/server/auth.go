@@ -11,6 +11,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -153,4 +155,73 @@ func bearerToken(header string) (string, bool) {
 	}
 	tok = strings.TrimSpace(tok)
 	return tok, tok != ""
+}
+
+// RememberAccepted returns an Authenticator that remembers, for ttl, the
+// users a wraps accepted: a dashboard authenticates every page and every
+// partial update, and with TokenReview each would be a request to the API
+// server, which waits behind the writes when thousands of jobs start.
+// (kube-apiserver caches its webhook token reviews the same way, for two
+// minutes by default.) Tokens it refused and failures to decide are not
+// remembered, so a token that becomes valid works at once; a token
+// revoked stays accepted for up to ttl. A service-account token is not
+// remembered past its own expiry. ttl ≤ 0 returns a unchanged.
+func RememberAccepted(a Authenticator, ttl time.Duration) Authenticator {
+	if ttl <= 0 {
+		return a
+	}
+	return &remembered{next: a, ttl: ttl, now: time.Now, users: map[[sha256.Size]byte]rememberedUser{}}
+}
+
+// maxRemembered bounds the tokens RememberAccepted keeps: past it, the
+// expired ones are dropped, and if none has expired, all of them.
+const maxRemembered = 4096
+
+type remembered struct {
+	next  Authenticator
+	ttl   time.Duration
+	now   func() time.Time
+	mu    sync.Mutex
+	users map[[sha256.Size]byte]rememberedUser // by the token's hash
+}
+
+type rememberedUser struct {
+	u     User
+	until time.Time
+}
+
+func (r *remembered) Authenticate(ctx context.Context, token string) (User, bool, error) {
+	key := sha256.Sum256([]byte(token))
+	now := r.now()
+	r.mu.Lock()
+	ru, ok := r.users[key]
+	r.mu.Unlock()
+	if ok && now.Before(ru.until) {
+		return ru.u, true, nil
+	}
+	u, ok, err := r.next.Authenticate(ctx, token)
+	if err != nil || !ok {
+		r.mu.Lock()
+		delete(r.users, key)
+		r.mu.Unlock()
+		return u, ok, err
+	}
+	until := now.Add(r.ttl)
+	if exp, has := tokenExpiry(token); has && exp.Before(until) {
+		until = exp
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.users) >= maxRemembered {
+		for k, v := range r.users {
+			if !now.Before(v.until) {
+				delete(r.users, k)
+			}
+		}
+		if len(r.users) >= maxRemembered {
+			clear(r.users)
+		}
+	}
+	r.users[key] = rememberedUser{u: u, until: until}
+	return u, true, nil
 }

@@ -235,11 +235,7 @@ func (s *Server) jobFrom(r *http.Request, u User, cached bool) (*v1alpha1.Traini
 	}
 	key := types.NamespacedName{Namespace: s.o.Namespace, Name: name}
 	tj := &v1alpha1.TrainingJob{}
-	err := errNotRead
-	if cached && s.o.Cache != nil {
-		err = s.o.Cache.Get(r.Context(), key, tj)
-	}
-	if err != nil {
+	if !cached || s.o.Cache == nil || s.o.Cache.Get(r.Context(), key, tj) != nil {
 		if err := s.c.Get(r.Context(), key, tj); err != nil {
 			return nil, kubeError(err, "job", name)
 		}
@@ -250,9 +246,6 @@ func (s *Server) jobFrom(r *http.Request, u User, cached bool) (*v1alpha1.Traini
 	typed(tj)
 	return tj, nil
 }
-
-// errNotRead stands for a read not tried.
-var errNotRead = errors.New("not read")
 
 // getJob is GET /api/v1/jobs/{name}.
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request, u User) error {

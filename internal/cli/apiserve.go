@@ -27,9 +27,13 @@ type apiFlags struct {
 	maxBody                 int64
 	ui                      bool
 	authTTL                 time.Duration
+	// flags is the flag set add registered them in: check asks it which
+	// were given.
+	flags *pflag.FlagSet
 }
 
 func (a *apiFlags) add(f *pflag.FlagSet) {
+	a.flags = f
 	f.StringVar(&a.addr, "api-addr", ":8088", `address of the REST API (voda create/get/describe/delete); "0" disables it`)
 	f.StringVar(&a.certFile, "api-tls-cert-file", "", "PEM certificate of the REST API; with --api-tls-key-file it serves HTTPS")
 	f.StringVar(&a.keyFile, "api-tls-key-file", "", "PEM private key of the REST API's certificate")
@@ -59,6 +63,9 @@ func (a *apiFlags) check() error {
 		}
 		if a.audiences != "" {
 			return usageError{errors.New("--api-token-audiences needs --api-auth tokenreview: static tokens have no audience")}
+		}
+		if a.flags != nil && a.flags.Changed("api-auth-cache-ttl") {
+			return usageError{errors.New("--api-auth-cache-ttl needs --api-auth tokenreview: static tokens are checked in memory, with nothing to remember")}
 		}
 	default:
 		return usageError{fmt.Errorf("--api-auth %q: want tokenreview or static", a.auth)}

@@ -25,6 +25,7 @@ func TestControllerRejectsBadFlags(t *testing.T) {
 		{[]string{"controller", "--memory-limit-fraction", "1.5"}, "--memory-limit-fraction 1.5: want a fraction of the container's memory limit"},
 		{[]string{"controller", "--memory-limit-fraction", "-0.1"}, "--memory-limit-fraction -0.1: want"},
 		{[]string{"controller", "--api-auth", "static", "--api-token-file", "t.csv", "--api-token-audiences", "voda"}, "--api-token-audiences needs --api-auth tokenreview"},
+		{[]string{"controller", "--api-auth", "static", "--api-token-file", "t.csv", "--api-auth-cache-ttl", "10s"}, "--api-auth-cache-ttl needs --api-auth tokenreview"},
 		{[]string{"controller", "extra"}, "unknown command"},
 		{[]string{"controller", "--gang-scheduler", "kueue"}, `unknown gang scheduler "kueue"; want one of none, scheduler-plugins, volcano`},
 		{[]string{"controller", "--gang-queue", "research"}, "needs --gang-scheduler=scheduler-plugins or volcano"},

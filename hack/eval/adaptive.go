@@ -48,6 +48,11 @@ func adaptiveJobs(workloads map[string][]simulator.Workload, realistic []simulat
 			fixed := artifactConfig(algorithm.NameHeSRPT)
 			fixed.Information = simulator.InfoEstimated
 			jobs = append(jobs, evalJob{runKey{"fixed-estimated", l, algorithm.NameHeSRPT}, fixed, w})
+			for _, a := range ablations {
+				ab := est
+				ab.Ablation = a.name
+				jobs = append(jobs, evalJob{runKey{"ablation-" + a.name, l, algorithm.NameHeSRPT}, ab, w})
+			}
 		}
 	}
 	for _, p := range algorithm.Names() {
@@ -64,6 +69,16 @@ func adaptiveJobs(workloads map[string][]simulator.Workload, realistic []simulat
 		jobs = append(jobs, evalJob{runKey{"realistic-adaptive-tuned", "1.0", algorithm.NameHeSRPT}, cfg, w})
 	}
 	return jobs, nil
+}
+
+// ablations are the parts of what the profiles know that the table
+// "Where the estimate loses" hands the estimate, one at a time.
+var ablations = []struct{ name, label string }{
+	{simulator.AblatePlacement, "placement sees the profiles' layouts"},
+	{simulator.AblateBatch, "each start's batch and the retunes chosen by the profiles"},
+	{simulator.AblateBatchTime, "batch model: the profiles' exact time per epoch at each batch"},
+	{simulator.AblatePolluxFit, "batch model: Pollux's step model fitted to every profiled point"},
+	{simulator.AblateLearnedSteps, "batch model: Pollux's step model learned from the category's steps"},
 }
 
 // batchAgg is the mean over workloads of the batch-size figures.
@@ -153,6 +168,38 @@ sizes with estimated information. Mean average JCT over the 8 workloads:
 	}
 	fmt.Fprintln(w)
 	heldOutTable(w, byKey, published, "adaptive-estimated")
+
+	fmt.Fprint(w, `### Where the estimate loses
+
+The runs above with estimated information, each time with one part of what
+the profiles know handed to the estimate (`+"`simulator.Config.Ablation`"+`,
+pkg/simulator/ablation.go). The batch model is what an epoch at a larger
+batch costs against one at the job's own batch, at each worker count: the
+estimator's fixed shares (estimator.BatchTime), the profiles' own ratio,
+or Pollux's model of a step's time (estimator.StepModel, Qiao et al.,
+OSDI'21, §3.2) fitted to every profiled point of the job's model, or
+learned from the steps each category's jobs measured, once it has three
+distinct points (estimator.StepModels). Mean average JCT over the 8
+workloads, and against Pollux's published:
+
+`)
+	fmt.Fprintln(w, "| HeSRPT adapting, estimated information | 0.5× | 1.0× | 1.5× | 2.0× |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
+	ablationRow := func(label, table string) {
+		cells := []string{label}
+		for _, l := range loads {
+			a := aggregate(byKey[runKey{table, l, algorithm.NameHeSRPT}])
+			cells = append(cells, fmt.Sprintf("%.0f s (%+.1f%%)", a.avg, 100*(a.avg/published["pollux"][l].avg-1)))
+		}
+		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
+	}
+	ablationRow("as the controller does", "adaptive-estimated")
+	for _, a := range ablations {
+		ablationRow(a.label, "ablation-"+a.name)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprint(w, "The step model learned as jobs run, on the workloads its threshold was chosen on and on the others:\n\n")
+	heldOutTable(w, byKey, published, "ablation-"+simulator.AblateLearnedSteps)
 
 	fmt.Fprint(w, `### The "realistic" workloads: every job at 1 GPU and its model's smallest batch
 

@@ -45,6 +45,20 @@ const MaxAccumulation = 8
 // PerGPUMin per GPU (0: 1).
 type BatchRange struct {
 	Initial, Max, PerGPUMax, PerGPUMin int
+	// Time, when set, replaces BatchTime as the batch model: T(n, M)/T(n,
+	// M0) at n workers and a global batch of M samples. The evaluation
+	// sets it to measure what an exact model would buy; the controller
+	// leaves it nil.
+	Time func(n, batch int) float64
+}
+
+// TimeAt is the range's batch model at n workers and batch samples:
+// Time, else BatchTime.
+func (r BatchRange) TimeAt(n, batch int) float64 {
+	if r.Time != nil {
+		return r.Time(n, batch)
+	}
+	return BatchTime(n, r.Initial, batch)
 }
 
 // Batch is a batch size for one allocation: Global = Local × GPUs ×
@@ -155,7 +169,7 @@ func (f Fit) Best(r BatchRange, n, gpus int, noise float64) (b Batch, rel float6
 			return
 		}
 		c.Efficiency = Efficiency(noise, r.Initial, c.Global)
-		g := c.Efficiency / BatchTime(n, r.Initial, c.Global)
+		g := c.Efficiency / r.TimeAt(n, c.Global)
 		if !ok || g > rel || (g == rel && c.Global < b.Global) {
 			b, rel, ok = c, g, true
 		}
@@ -178,7 +192,12 @@ func (f Fit) Best(r BatchRange, n, gpus int, noise float64) (b Batch, rel float6
 	// GPU and micro-steps moves a point off its target, most where the
 	// per-GPU batch is small, so a few on either side.
 	k := math.Floor(batchSteps * math.Log2(opt/float64(lo)))
-	for i := max(k-2, 1); i <= k+3; i++ {
+	from, to := max(k-2, 1), k+3
+	if r.Time != nil {
+		// Another model's optimum is not BatchTime's: the whole grid.
+		from, to = 1, math.Ceil(batchSteps*math.Log2(float64(hi)/float64(lo)))
+	}
+	for i := from; i <= to; i++ {
 		if t := int(math.Round(float64(lo) * math.Exp2(i/batchSteps))); t <= hi {
 			try(t)
 		}
@@ -191,7 +210,7 @@ func (f Fit) Best(r BatchRange, n, gpus int, noise float64) (b Batch, rel float6
 // it gives.
 type Adaptive struct {
 	fit     Fit
-	initial int
+	rng     BatchRange
 	noise   float64
 	batches []Batch   // by workers; Global 0 where none splits
 	rel     []float64 // goodput relative to the fit's at the initial batch
@@ -203,7 +222,7 @@ type Adaptive struct {
 // workers of gpus GPUs each, for a noise scale of noise samples
 // (negative: unknown).
 func (f Fit) Adapt(r BatchRange, gpus, maxWorkers int, noise float64) Adaptive {
-	a := Adaptive{fit: f, initial: r.Initial, noise: noise, batches: make([]Batch, maxWorkers+1), rel: make([]float64, maxWorkers+1)}
+	a := Adaptive{fit: f, rng: r, noise: noise, batches: make([]Batch, maxWorkers+1), rel: make([]float64, maxWorkers+1)}
 	for n := 1; n <= maxWorkers; n++ {
 		b, rel, ok := f.Best(r, n, gpus, noise)
 		if !ok {
@@ -258,7 +277,7 @@ func (a Adaptive) Relative(n, batch int) float64 {
 	if n < 1 || n >= len(a.rel) || !(a.rel[n] > 0) || batch < 1 {
 		return 0
 	}
-	return Efficiency(a.noise, a.initial, batch) / BatchTime(n, a.initial, batch) / a.rel[n]
+	return Efficiency(a.noise, a.rng.Initial, batch) / a.rng.TimeAt(n, batch) / a.rel[n]
 }
 
 // RetuneSaving is how many seconds a job at n workers running a global

@@ -70,6 +70,10 @@ func (m *Model) NoiseScale(e, batch int) float64 {
 // measured at (MinLocalBatch).
 func (m *Model) MinLocal() int { return m.MinLocalBatch }
 
+// MaxLocal returns the largest per-GPU batch the model runs without
+// accumulating gradients (MaxLocalBatch).
+func (m *Model) MaxLocal() int { return m.MaxLocalBatch }
+
 func (w *exactWork) total() float64 { return w.cum[len(w.cum)-1] }
 
 // epochOf returns the epoch that progress falls in and the progress at

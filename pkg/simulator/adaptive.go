@@ -41,6 +41,7 @@ type AdaptiveModel interface {
 	NoiseScale(e, batch int) float64
 	InitBatch() int
 	MinLocal() int
+	MaxLocal() int
 }
 
 // adaptation is what the simulator keeps for a job that adapts its batch.
@@ -61,6 +62,11 @@ type adaptation struct {
 	noise  float64
 	best   estimator.Adaptive
 	gpusPW int
+	// oracleBatch (AblateBatch) chooses the batch by the profiles, as
+	// with oracle information, while the policies see the estimate.
+	oracleBatch bool
+	// steps names the job's category in AblateLearnedSteps' models.
+	steps string
 }
 
 // adaptiveOf returns the adaptation of a job that adapts its batch, nil for
@@ -143,7 +149,7 @@ func (ji *jobInfo) plan(shape []int, done float64) ([]sim.Segment, float64) {
 	a := ji.adapt
 	e, _ := a.model.Epoch(done)
 	b, _ := a.model.BestBatch(shape, e, a.lo, a.hi)
-	if a.rng != nil {
+	if a.rng != nil && !a.oracleBatch {
 		// Estimated information: the estimate's best at this many
 		// workers, as the controller renders it.
 		gpus := 0
@@ -191,8 +197,9 @@ func (r *run) learnAdaptive(id api.JobID, ji *jobInfo, t time.Time) error {
 	done := r.cluster.Done(id, t)
 	e, _ := a.model.Epoch(done)
 	if r.cluster.Productive(id, t) && a.batch > 0 {
-		n, _ := r.cluster.Workers(id)
-		perUnit := r.cluster.StepSeconds(id) * float64(m0) / float64(a.batch) / estimator.BatchTime(n, m0, a.batch)
+		n, nodes := r.cluster.Workers(id)
+		r.learnSteps(a, n, nodes, r.cluster.StepSeconds(id))
+		perUnit := r.cluster.StepSeconds(id) * float64(m0) / float64(a.batch) / a.rng.TimeAt(n, a.batch)
 		r.est.Observe(ji.Name, ji.category, estimator.Observation{Workers: n, Seconds: perUnit})
 		b := a.model.NoiseScale(e, a.batch)
 		if a.noise >= 0 {
@@ -265,7 +272,7 @@ func (r *run) retune(t time.Time) error {
 		_, nodes := r.cluster.Workers(id)
 		done := r.cluster.Done(id, t)
 		var saved float64
-		if a.rng != nil {
+		if a.rng != nil && !a.oracleBatch {
 			n := len(nodes)
 			if b := a.best.Batch(n).Global; b == 0 || b == a.batch || !(a.best.Speedup(n) > 0) {
 				continue

@@ -164,3 +164,55 @@ func TestAdaptiveBatchEstimated(t *testing.T) {
 		t.Error("two runs differ")
 	}
 }
+
+// TestAdaptiveBatchAblations: each ablation of estimated information runs
+// the workload to the end, deterministically, and changes decisions (the
+// part it replaces is used); one without estimated information, or of an
+// unknown name, is refused by name.
+func TestAdaptiveBatchAblations(t *testing.T) {
+	cat := needTraces(t)
+	ws, err := simulator.ReadWorkloads(filepath.Join(traces, "workloads-0.5", "workload-1.csv"), cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := polluxArtifact(algorithm.NameHeSRPT)
+	cfg.Information, cfg.AdaptiveBatch = simulator.InfoEstimated, true
+	base, err := simulator.Run(cfg, ws[0], cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mean := simulator.Summarise(base).AvgJCT
+	for _, a := range []string{simulator.AblatePlacement, simulator.AblateBatch, simulator.AblateBatchTime, simulator.AblatePolluxFit, simulator.AblateLearnedSteps} {
+		c := cfg
+		c.Ablation = a
+		res, err := simulator.Run(c, ws[0], cat)
+		if err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+		again, err := simulator.Run(c, ws[0], cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.WallSeconds, again.WallSeconds = 0, 0
+		if !reflect.DeepEqual(res, again) {
+			t.Errorf("%s: two runs differ", a)
+		}
+		got := simulator.Summarise(res).AvgJCT
+		t.Logf("%s: mean JCT %.0f s (estimated, as the controller does: %.0f s)", a, got, mean)
+		if got == mean {
+			t.Errorf("%s: the same mean JCT as without it, %.0f s", a, got)
+		}
+	}
+	for _, c := range []simulator.Config{
+		func() simulator.Config { c := cfg; c.Ablation = "exact"; return c }(),
+		func() simulator.Config {
+			c := cfg
+			c.Information, c.Ablation = simulator.InfoOracle, simulator.AblateBatchTime
+			return c
+		}(),
+	} {
+		if err := simulator.Check(c, ws[0], cat); err == nil || !strings.Contains(err.Error(), "ablation") {
+			t.Errorf("ablation %q with %s information: error %v, want one naming the ablation", c.Ablation, c.Information, err)
+		}
+	}
+}

@@ -52,6 +52,12 @@ type Config struct {
 	// model's largest traced batch), scheduled by goodput (adaptive.go).
 	// Its models need gradient statistics (measured profiles).
 	AdaptiveBatch bool
+	// Ablation, with estimated information and jobs that adapt their
+	// batch, hands the estimate one part of what the profiles know, to
+	// measure what that part costs (docs/evaluation.md, "Where the
+	// estimate loses"): AblatePlacement, AblateBatch, AblateBatchTime,
+	// AblatePolluxFit or AblateLearnedSteps. Empty: none.
+	Ablation string
 	// Runtime is what runs the jobs: RuntimeHorovod (or empty), whose
 	// restart time the policies assume (HeSRPT's restart cost), or
 	// RuntimePyTorch, torchrun with Voda's rendezvous settings, whose
@@ -83,6 +89,28 @@ func restartSeconds(runtime string, delay time.Duration) float64 {
 	}
 	return 0
 }
+
+// The ablations of estimated information (Config.Ablation).
+const (
+	// AblatePlacement lets placement seek the layouts the profiles
+	// measure faster, as with oracle information.
+	AblatePlacement = "placement"
+	// AblateBatch chooses each start's batch, and the retunes, by the
+	// profiles (the true best batch on the placement, in the job's
+	// epoch); the policies still see the estimate's goodput curves.
+	AblateBatch = "batch"
+	// AblateBatchTime replaces the estimator's batch model (BatchTime)
+	// by the profiles' own time per epoch at every batch, on packed
+	// placements: the exact model.
+	AblateBatchTime = "batch-time"
+	// AblatePolluxFit replaces it by Pollux's model of a step's time
+	// fitted to every profiled point of the job's model (ablation.go):
+	// the best a model of that form could learn.
+	AblatePolluxFit = "pollux-fit"
+	// AblateLearnedSteps replaces it by that model learned as the jobs
+	// run, from the steps each category's jobs measured.
+	AblateLearnedSteps = "learned-steps"
+)
 
 // The kinds of information policies get.
 const (
@@ -127,6 +155,15 @@ func (c Config) Validate() error {
 	}
 	if c.Information != "" && c.Information != InfoOracle && c.Information != InfoEstimated {
 		errs = append(errs, fmt.Errorf("information %q: want %s or %s", c.Information, InfoOracle, InfoEstimated))
+	}
+	switch c.Ablation {
+	case "":
+	case AblatePlacement, AblateBatch, AblateBatchTime, AblatePolluxFit, AblateLearnedSteps:
+		if c.Information != InfoEstimated {
+			errs = append(errs, fmt.Errorf("ablation %q needs estimated information", c.Ablation))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("ablation %q: want %s, %s, %s, %s or %s", c.Ablation, AblatePlacement, AblateBatch, AblateBatchTime, AblatePolluxFit, AblateLearnedSteps))
 	}
 	return errors.Join(errs...)
 }
@@ -204,6 +241,10 @@ type run struct {
 	est     *estimator.Estimator
 	reports map[api.JobID]int
 	estErr  map[int][]float64
+	// fits are AblatePolluxFit's models, by model, batch range and GPUs
+	// per worker; steps AblateLearnedSteps'.
+	fits  map[curveKey]estimator.StepModel
+	steps estimator.StepModels
 }
 
 // Check reports, without running it, what would stop a run of w under
@@ -219,7 +260,7 @@ func Check(cfg Config, w Workload, cat Catalog) error {
 
 func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
 	r := &run{cfg: cfg, w: w, clock: &virtualClock{t: epoch}, cluster: sim.New(cfg.RestartDelay),
-		info: map[api.JobID]*jobInfo{}, live: map[api.JobID]*jobInfo{}, finish: map[api.JobID]float64{}, curves: map[curveKey][]float64{}}
+		fits: map[curveKey]estimator.StepModel{}, info: map[api.JobID]*jobInfo{}, live: map[api.JobID]*jobInfo{}, finish: map[api.JobID]float64{}, curves: map[curveKey][]float64{}}
 	ecfg := scheduler.DefaultConfig("sim", r.clock)
 	ecfg.Policy, ecfg.RateLimit = cfg.Policy, cfg.RateLimit
 	ecfg.Algorithm.Tiresias = cfg.Tiresias
@@ -227,7 +268,7 @@ func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
 	if cfg.Interval > 0 {
 		ecfg.RateLimit = 0
 	}
-	if cfg.Information != InfoEstimated {
+	if cfg.Information != InfoEstimated || cfg.Ablation == AblatePlacement {
 		// Oracle information includes the layouts: placement may seek
 		// the ones the profiles measure faster.
 		ecfg.Throughput = r.layoutRate
@@ -311,6 +352,8 @@ func (r *run) prepare(j Job, cat Catalog, total int) (*jobInfo, error) {
 	}
 	if a := ji.adapt; a != nil && r.cfg.Information == InfoEstimated {
 		a.rng, a.noise, a.gpusPW = estimatedRange(a), -1, k
+		a.oracleBatch = r.cfg.Ablation == AblateBatch
+		a.rng.Time = r.batchModel(j.Model, a, k)
 	}
 	batchMax := j.Batch // the batch that bounds the workers
 	if a := ji.adapt; a != nil {

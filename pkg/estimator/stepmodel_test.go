@@ -1,0 +1,161 @@
+package estimator_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/vodascheduler/voda/pkg/estimator"
+)
+
+// pollux is a step time of Pollux's form with known coefficients: the
+// truth the fits below must find again.
+type pollux struct{ ag, bg, al, bl, an, bn, gamma float64 }
+
+func (p pollux) seconds(gpus, nodes, batch, perGPUMax int) float64 {
+	acc := max((batch+gpus*perGPUMax-1)/(gpus*perGPUMax), 1)
+	tg := p.ag + p.bg*float64(batch)/float64(gpus*acc)
+	ts := 0.0
+	switch {
+	case gpus == 1:
+	case nodes == 1:
+		ts = p.al + p.bl*float64(gpus-2)
+	default:
+		ts = p.an + p.bn*float64(gpus-2)
+	}
+	return float64(acc-1)*tg + math.Pow(math.Pow(tg, p.gamma)+math.Pow(ts, p.gamma), 1/p.gamma)
+}
+
+func (p pollux) ratio(gpus, nodes, initial, batch, perGPUMax int) float64 {
+	return p.seconds(gpus, nodes, batch, perGPUMax) * float64(initial) / (p.seconds(gpus, nodes, initial, perGPUMax) * float64(batch))
+}
+
+// samples are the truth's steps on packed nodes of 4 GPUs, at batches
+// from initial up, doubling, where each GPU gets at least 4 samples.
+func (p pollux) samples(initial, most, perGPUMax int) []estimator.StepSample {
+	var out []estimator.StepSample
+	for _, g := range []int{1, 2, 4, 8, 16} {
+		for b := initial; b <= most; b *= 2 {
+			if b >= 4*g {
+				out = append(out, estimator.StepSample{GPUs: g, Nodes: (g + 3) / 4, Batch: b, Seconds: p.seconds(g, (g+3)/4, b, perGPUMax)})
+			}
+		}
+	}
+	return out
+}
+
+func TestFitStepModelFindsTheRatios(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		truth pollux
+	}{
+		// Steps mostly synchronisation on several GPUs: a larger batch
+		// nearly free there.
+		{"sync-bound", pollux{ag: 0.01, bg: 0.002, al: 0.2, bl: 0.01, an: 0.8, bn: 0.05, gamma: 3}},
+		// Steps mostly computation: a larger batch costs in proportion.
+		{"compute-bound", pollux{ag: 0.002, bg: 0.05, al: 0.005, bl: 0.0005, an: 0.01, bn: 0.001, gamma: 1.5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const initial, most, perGPUMax = 64, 1024, 128
+			m := estimator.FitStepModel(tc.truth.samples(initial, most, perGPUMax), perGPUMax)
+			if !m.Known() {
+				t.Fatal("fitted model not known")
+			}
+			for _, g := range []int{2, 4, 8, 16} {
+				for _, b := range []int{128, 256, 1024} {
+					nodes := (g + 3) / 4
+					want := tc.truth.ratio(g, nodes, initial, b, perGPUMax)
+					if got := m.Ratio(g, nodes, initial, b); math.Abs(got-want) > 0.05*want {
+						t.Errorf("%d GPUs, batch %d: ratio %.3f, want %.3f", g, b, got, want)
+					}
+				}
+			}
+		})
+	}
+	// The two truths differ where it matters: the fixed model cannot be
+	// right for both.
+	sync := pollux{ag: 0.01, bg: 0.002, al: 0.2, bl: 0.01, an: 0.8, bn: 0.05, gamma: 3}.ratio(16, 4, 64, 256, 128)
+	compute := pollux{ag: 0.002, bg: 0.05, al: 0.005, bl: 0.0005, an: 0.01, bn: 0.001, gamma: 1.5}.ratio(16, 4, 64, 256, 128)
+	fixed := estimator.BatchTime(16, 64, 256)
+	if !(sync < 0.5 && compute > 0.85 && sync < fixed && fixed < compute) {
+		t.Fatalf("the test's truths do not bracket BatchTime's %v: %v, %v", fixed, sync, compute)
+	}
+}
+
+func TestFitStepModelWithoutSamples(t *testing.T) {
+	bad := []estimator.StepSample{
+		{GPUs: 0, Nodes: 1, Batch: 64, Seconds: 1},
+		{GPUs: 1, Nodes: 1, Batch: 0, Seconds: 1},
+		{GPUs: 1, Nodes: 1, Batch: 64, Seconds: math.NaN()},
+		{GPUs: 1, Nodes: 1, Batch: 64, Seconds: -1},
+		{GPUs: 1, Nodes: 1, Batch: 64, Seconds: math.Inf(1)},
+	}
+	if m := estimator.FitStepModel(bad, 0); m.Known() {
+		t.Error("a model fitted to no usable sample")
+	}
+	if (estimator.StepModel{}).Known() {
+		t.Error("the zero model is known")
+	}
+}
+
+func TestStepModelsWaitForDistinctPoints(t *testing.T) {
+	truth := pollux{ag: 0.01, bg: 0.002, al: 0.2, bl: 0.01, an: 0.8, bn: 0.05, gamma: 3}
+	var s estimator.StepModels
+	add := func(g, b int) {
+		s.Observe("c", 128, estimator.StepSample{GPUs: g, Nodes: (g + 3) / 4, Batch: b, Seconds: truth.seconds(g, (g+3)/4, b, 128)})
+	}
+	add(1, 64)
+	add(2, 64)
+	add(2, 64) // the same point again
+	s.Observe("c", 128, estimator.StepSample{GPUs: 4, Nodes: 1, Batch: 64, Seconds: math.NaN()})
+	s.Observe("c", 128, estimator.StepSample{GPUs: 0, Nodes: 1, Batch: 64, Seconds: 1})
+	if s.Model("c").Known() {
+		t.Fatalf("known after 2 distinct points (and a repeat and bad samples), want %d", estimator.MinStepPoints)
+	}
+	for _, g := range []int{4, 8, 16} {
+		for _, b := range []int{64, 128, 256} {
+			add(g, b)
+		}
+	}
+	m := s.Model("c")
+	if !m.Known() {
+		t.Fatal("not known after 11 distinct points")
+	}
+	if s.Model("other").Known() {
+		t.Error("another category has a model")
+	}
+	// Learned from the points: at 16 GPUs four times the batch costs
+	// little more per step.
+	want := truth.ratio(16, 4, 64, 256, 128)
+	if got := m.Ratio(16, 4, 64, 256); math.Abs(got-want) > 0.05*want {
+		t.Errorf("16 GPUs, batch 256: ratio %.3f, want %.3f", got, want)
+	}
+}
+
+func TestBatchRangeTime(t *testing.T) {
+	// A batch four times the initial one makes an epoch worth 0.91 of
+	// one at the initial batch (noise scale 1 856 at M0 = 64). With
+	// steps that cost the same at any batch, epochs at 256 take a quarter
+	// of the time: the largest batch is best. With steps that cost in
+	// proportion to the batch, no larger batch saves time: the initial
+	// one is best.
+	const noise = 1856
+	free := estimator.BatchRange{Initial: 64, Max: 256, Time: func(n, b int) float64 { return 64 / float64(b) }}
+	same := estimator.BatchRange{Initial: 64, Max: 256, Time: func(n, b int) float64 { return 1 }}
+	var f estimator.Fit
+	if b, _, ok := f.Best(free, 4, 1, noise); !ok || b.Global != 256 {
+		t.Errorf("steps that cost the same at any batch: batch %d (%v), want 256", b.Global, ok)
+	}
+	if b, _, ok := f.Best(same, 4, 1, noise); !ok || b.Global != 64 {
+		t.Errorf("steps that cost in proportion: batch %d (%v), want 64", b.Global, ok)
+	}
+	if got, want := free.TimeAt(4, 128), 0.5; got != want {
+		t.Errorf("TimeAt = %v, want the range's Time, %v", got, want)
+	}
+	if got, want := (estimator.BatchRange{Initial: 64, Max: 256}).TimeAt(4, 128), estimator.BatchTime(4, 64, 128); got != want {
+		t.Errorf("TimeAt without Time = %v, want BatchTime's %v", got, want)
+	}
+	a := f.Adapt(free, 1, 4, noise)
+	if got := a.Relative(4, 64); !(got > 0 && got < 1) {
+		t.Errorf("Relative at the initial batch with free steps: %v, want in (0, 1)", got)
+	}
+}

@@ -236,7 +236,9 @@ type stepMean struct {
 }
 
 // Observe adds a step of a category whose micro-steps hold at most
-// perGPUMax samples per GPU (0: no limit).
+// perGPUMax samples per GPU (0: no limit; the category keeps the one its
+// first step came with). A step without a positive, finite time, GPUs or
+// batch is left out.
 func (s *StepModels) Observe(category string, perGPUMax int, x StepSample) {
 	if x.GPUs < 1 || x.Batch < 1 || !(x.Seconds > 0) || math.IsInf(x.Seconds, 0) {
 		return

@@ -78,7 +78,7 @@ var ablations = []struct{ name, label string }{
 	{simulator.AblateBatch, "each start's batch and the retunes chosen by the profiles"},
 	{simulator.AblateBatchTime, "batch model: the profiles' exact time per epoch at each batch"},
 	{simulator.AblatePolluxFit, "batch model: Pollux's step model fitted to every profiled point"},
-	{simulator.AblateLearnedSteps, "batch model: Pollux's step model learned from the category's steps"},
+	{simulator.AblateFixedShares, "batch model: fixed shares of per-sample and per-step work, never learned"},
 }
 
 // batchAgg is the mean over workloads of the batch-size figures.
@@ -150,8 +150,9 @@ The exponent `+adaptiveExponent+` was chosen on workloads 1–4 (among 0.1, 0.2 
 HeSRPT (its default exponent, 0.3) with every job adapting and `+"`--information estimated`"+`:
 the policy and the batch choice see what the controller would learn from
 the jobs' reports (docs/batch-size.md: the estimator's time per epoch,
-brought across batches by its batch model, and the noise scale each job
-measures at its batch in force), not the profiles. A job starts at its own
+brought across batches by the batch model its category's jobs' steps
+teach, and the noise scale each job measures at its batch in force), not
+the profiles. A job starts at its own
 batch and changes it once it has reported. Beside it, HeSRPT at fixed batch
 sizes with estimated information. Mean average JCT over the 8 workloads:
 
@@ -174,13 +175,15 @@ sizes with estimated information. Mean average JCT over the 8 workloads:
 The runs above with estimated information, each time with one part of what
 the profiles know handed to the estimate (`+"`simulator.Config.Ablation`"+`,
 pkg/simulator/ablation.go). The batch model is what an epoch at a larger
-batch costs against one at the job's own batch, at each worker count: the
-estimator's fixed shares (estimator.BatchTime), the profiles' own ratio,
-or Pollux's model of a step's time (estimator.StepModel, Qiao et al.,
-OSDI'21, §3.2) fitted to every profiled point of the job's model, or
-learned from the steps each category's jobs measured, once it has three
-distinct points (estimator.StepModels). Mean average JCT over the 8
-workloads, and against Pollux's published:
+batch costs against one at the job's own batch, at each worker count. As
+the controller does, it is Pollux's model of a step's time
+(estimator.StepModel, Qiao et al., OSDI'21, §3.2) learned from the steps
+each category's jobs measured, on packed nodes, once it has three distinct
+points (estimator.StepModels), and fixed shares of per-sample and
+per-step work (estimator.BatchTime) before that. The ablations replace it
+by the profiles' own ratio, by the same step model fitted to every
+profiled point of the job's model, or by the fixed shares alone. Mean
+average JCT over the 8 workloads, and against Pollux's published:
 
 `)
 	fmt.Fprintln(w, "| HeSRPT adapting, estimated information | 0.5× | 1.0× | 1.5× | 2.0× |")
@@ -198,8 +201,6 @@ workloads, and against Pollux's published:
 		ablationRow(a.label, "ablation-"+a.name)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprint(w, "The step model learned as jobs run, on the workloads its threshold was chosen on and on the others:\n\n")
-	heldOutTable(w, byKey, published, "ablation-"+simulator.AblateLearnedSteps)
 
 	fmt.Fprint(w, `### The "realistic" workloads: every job at 1 GPU and its model's smallest batch
 

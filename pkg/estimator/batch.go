@@ -28,7 +28,9 @@ import (
 //
 //	T(n, M) = T(n, M0) · (p + q·M0/M) / (p + q)
 //
-// The shares are fixed (batchShares, PerStepShare), not the job's fit.
+// The shares are fixed (batchShares, PerStepShare), not the job's fit;
+// they are the model until the job's category has measured enough steps
+// to learn its own (StepModels, BatchRange.Time).
 //
 // A per-GPU batch above the job's PerGPUMax runs as gradient accumulation:
 // as many micro-steps as needed, MaxAccumulation at most, each of the same
@@ -46,9 +48,9 @@ const MaxAccumulation = 8
 type BatchRange struct {
 	Initial, Max, PerGPUMax, PerGPUMin int
 	// Time, when set, replaces BatchTime as the batch model: T(n, M)/T(n,
-	// M0) at n workers and a global batch of M samples. The evaluation
-	// sets it to measure what an exact model would buy; the controller
-	// leaves it nil.
+	// M0) at n workers and a global batch of M samples. The controller
+	// and the simulator set it to the job's category's learned step model
+	// (StepModel.BatchModel) once there is one.
 	Time func(n, batch int) float64
 }
 

@@ -40,6 +40,8 @@ type StepModel struct {
 	// limit).
 	perGPUMax int
 	ok        bool
+	// c are the coefficients of p, computed once a fit ends.
+	c coefficients
 }
 
 // Known reports whether the model was fitted.
@@ -48,23 +50,43 @@ func (m StepModel) Known() bool { return m.ok }
 // Seconds is the model's time of a step on gpus GPUs over nodes nodes at
 // a global batch of batch samples.
 func (m StepModel) Seconds(gpus, nodes, batch int) float64 {
+	if !m.ok {
+		c := m.coefficients()
+		return c.seconds(gpus, nodes, batch)
+	}
+	return m.c.seconds(gpus, nodes, batch)
+}
+
+// coefficients are a model's αg, βg, αl, βl, αn, βn and γ, and its
+// per-GPU limit.
+type coefficients struct {
+	ag, bg, al, bl, an, bn, gamma float64
+	perGPUMax                     int
+}
+
+func (m StepModel) coefficients() coefficients {
+	p := &m.p
+	return coefficients{math.Exp(p[0]), math.Exp(p[1]), math.Exp(p[2]), math.Exp(p[3]), math.Exp(p[4]), math.Exp(p[5]),
+		min(1+math.Exp(p[6]), maxGamma), m.perGPUMax}
+}
+
+func (c *coefficients) seconds(gpus, nodes, batch int) float64 {
 	gpus, batch = max(gpus, 1), max(batch, 1)
 	acc := 1
-	if m.perGPUMax > 0 {
-		acc = max((batch+gpus*m.perGPUMax-1)/(gpus*m.perGPUMax), 1)
+	if c.perGPUMax > 0 {
+		acc = max((batch+gpus*c.perGPUMax-1)/(gpus*c.perGPUMax), 1)
 	}
 	local := float64(batch) / float64(gpus*acc)
-	p := &m.p
-	tg := math.Exp(p[0]) + math.Exp(p[1])*local
+	tg := c.ag + c.bg*local
 	ts := 0.0
 	switch {
 	case gpus == 1:
 	case nodes <= 1:
-		ts = math.Exp(p[2]) + math.Exp(p[3])*float64(gpus-2)
+		ts = c.al + c.bl*float64(gpus-2)
 	default:
-		ts = math.Exp(p[4]) + math.Exp(p[5])*float64(gpus-2)
+		ts = c.an + c.bn*float64(gpus-2)
 	}
-	g := min(1+math.Exp(p[6]), maxGamma)
+	g := c.gamma
 	return float64(acc-1)*tg + math.Pow(math.Pow(tg, g)+math.Pow(ts, g), 1/g)
 }
 
@@ -75,18 +97,46 @@ const maxGamma = 10
 // that at initial, on gpus GPUs over nodes nodes: the batch model
 // BatchRange.Time takes, from this model.
 func (m StepModel) Ratio(gpus, nodes, initial, batch int) float64 {
-	a, b := m.Seconds(gpus, nodes, initial), m.Seconds(gpus, nodes, batch)
+	return ratio(m.Seconds(gpus, nodes, initial), m.Seconds(gpus, nodes, batch), initial, batch)
+}
+
+// ratio is an epoch's time at batch over that at initial, for steps of a
+// and b seconds there; 1 when either is not positive and finite.
+func ratio(a, b float64, initial, batch int) float64 {
 	if !(a > 0) || !(b > 0) || math.IsInf(a+b, 0) {
 		return 1
 	}
 	return b * float64(initial) / (a * float64(batch))
 }
 
+// BatchModel is Ratio as a BatchRange's Time, for a job whose n workers
+// take up placed(n) GPUs over as many nodes, at an initial batch of
+// initial samples. It remembers the step at the initial batch of each
+// worker count (the search for the best batch asks for many batches at
+// one count); not safe for concurrent use.
+func (m StepModel) BatchModel(initial int, placed func(n int) (gpus, nodes int)) func(n, batch int) float64 {
+	var at []float64 // by workers; 0 until computed
+	return func(n, batch int) float64 {
+		gpus, nodes := placed(n)
+		if n < 0 || n > 1<<16 {
+			return m.Ratio(gpus, nodes, initial, batch)
+		}
+		if n >= len(at) {
+			at = append(at, make([]float64, n+1-len(at))...)
+		}
+		if at[n] == 0 {
+			at[n] = m.Seconds(gpus, nodes, initial)
+		}
+		return ratio(at[n], m.Seconds(gpus, nodes, batch), initial, batch)
+	}
+}
+
 // loss is the squared error of the logarithms over the samples.
 func (m StepModel) loss(samples []StepSample) float64 {
+	c := m.coefficients()
 	s := 0.0
 	for _, x := range samples {
-		d := math.Log(m.Seconds(x.GPUs, x.Nodes, x.Batch)) - math.Log(x.Seconds)
+		d := math.Log(c.seconds(x.GPUs, x.Nodes, x.Batch)) - math.Log(x.Seconds)
 		s += d * d
 	}
 	return s
@@ -203,14 +253,24 @@ func (m StepModel) refit(samples []StepSample, iterations int) StepModel {
 		}
 	}
 	m.p = best.p
+	m.c = m.coefficients()
 	return m
 }
 
 // StepModels learns a StepModel per category from its jobs' steps: the
 // mean time at each distinct (GPUs, nodes, batch), refitted when a new
-// one comes, once there are MinStepPoints. Not safe for concurrent use.
+// one comes, once there are MinStepPoints. Steps arrive one at a time
+// (Observe, the simulator's way) or as each job's latest means (Replace,
+// the controller's: a job's status sums up all it reported). Not safe for
+// concurrent use.
 type StepModels struct {
 	categories map[string]*stepCategory
+	// jobs is the category of each job Replace was given.
+	jobs map[string]string
+	// Deferred leaves the refits that Replace makes due to the caller
+	// (Due, StepFit.Run, Install), so that they can run outside the lock
+	// that guards the models; Observe and Load fit at once.
+	Deferred bool
 }
 
 // MinStepPoints is how many distinct (GPUs, nodes, batch) a category's
@@ -225,55 +285,216 @@ const MinStepPoints = 3
 const refitIterations = 1500
 
 type stepCategory struct {
-	points    map[[3]int]*stepMean
+	// points are the steps observed and those of retired jobs; jobs the
+	// latest means of each running job Replace was given.
+	points    map[stepKey]*stepMean
+	jobs      map[string]map[stepKey]float64
 	model     StepModel
 	perGPUMax int
+	// fitted is how many distinct points the model was fitted to.
+	fitted int
 }
+
+// stepKey is a point's GPUs, nodes and batch.
+type stepKey [3]int
 
 type stepMean struct {
 	sum float64
 	n   int
 }
 
+func (s *StepModels) category(name string, perGPUMax int) *stepCategory {
+	if s.categories == nil {
+		s.categories = map[string]*stepCategory{}
+	}
+	c := s.categories[name]
+	if c == nil {
+		c = &stepCategory{points: map[stepKey]*stepMean{}, perGPUMax: perGPUMax}
+		s.categories[name] = c
+	}
+	return c
+}
+
+// usableStep reports whether a step has GPUs, a batch and a positive,
+// finite time.
+func usableStep(x StepSample) bool {
+	return x.GPUs >= 1 && x.Batch >= 1 && x.Seconds > 0 && !math.IsInf(x.Seconds, 0)
+}
+
+func keyOf(x StepSample) stepKey { return stepKey{x.GPUs, max(x.Nodes, 1), x.Batch} }
+
 // Observe adds a step of a category whose micro-steps hold at most
 // perGPUMax samples per GPU (0: no limit; the category keeps the one its
 // first step came with). A step without a positive, finite time, GPUs or
 // batch is left out.
 func (s *StepModels) Observe(category string, perGPUMax int, x StepSample) {
-	if x.GPUs < 1 || x.Batch < 1 || !(x.Seconds > 0) || math.IsInf(x.Seconds, 0) {
+	if !usableStep(x) {
 		return
 	}
-	if s.categories == nil {
-		s.categories = map[string]*stepCategory{}
-	}
-	c := s.categories[category]
-	if c == nil {
-		c = &stepCategory{points: map[[3]int]*stepMean{}, perGPUMax: perGPUMax}
-		s.categories[category] = c
-	}
-	key := [3]int{x.GPUs, max(x.Nodes, 1), x.Batch}
+	c := s.category(category, perGPUMax)
+	key := keyOf(x)
 	if p, ok := c.points[key]; ok {
 		p.sum += x.Seconds
 		p.n++
 		return
 	}
 	c.points[key] = &stepMean{x.Seconds, 1}
-	if len(c.points) < MinStepPoints {
+	c.update()
+}
+
+// Replace sets a job's steps in a category: the mean time it measured at
+// each point, in place of what it gave before. A job given in another
+// category before (one moved to another GPU type) leaves there what it
+// gave, as Retire does. Each job's mean at a point counts as one step
+// there. Steps that are not usable (see Observe) are left out; two at one
+// point count as their mean.
+func (s *StepModels) Replace(job, category string, perGPUMax int, steps []StepSample) {
+	if old, ok := s.jobs[job]; ok && old != category {
+		s.Retire(job)
+	}
+	mine := map[stepKey]*stepMean{}
+	for _, x := range steps {
+		if !usableStep(x) {
+			continue
+		}
+		if m := mine[keyOf(x)]; m != nil {
+			m.sum += x.Seconds
+			m.n++
+		} else {
+			mine[keyOf(x)] = &stepMean{x.Seconds, 1}
+		}
+	}
+	if len(mine) == 0 && s.jobs[job] == "" {
 		return
 	}
-	samples := make([]StepSample, 0, len(c.points))
-	for k, p := range c.points {
-		samples = append(samples, StepSample{GPUs: k[0], Nodes: k[1], Batch: k[2], Seconds: p.sum / float64(p.n)})
+	if s.jobs == nil {
+		s.jobs = map[string]string{}
 	}
-	// The order of the points decides the float sums: keep it fixed.
-	slices.SortFunc(samples, func(a, b StepSample) int {
+	s.jobs[job] = category
+	c := s.category(category, perGPUMax)
+	if c.jobs == nil {
+		c.jobs = map[string]map[stepKey]float64{}
+	}
+	means := make(map[stepKey]float64, len(mine))
+	for k, m := range mine {
+		means[k] = m.sum / float64(m.n)
+	}
+	c.jobs[job] = means
+	if !s.Deferred {
+		c.update()
+	}
+}
+
+// Retire keeps a job's last steps in its category for good, and forgets
+// the job: what it measured stays true of the category whether it
+// completed or not.
+func (s *StepModels) Retire(job string) {
+	cat, ok := s.jobs[job]
+	if !ok {
+		return
+	}
+	delete(s.jobs, job)
+	c := s.categories[cat]
+	for k, v := range c.jobs[job] {
+		if p := c.points[k]; p != nil {
+			p.sum += v
+			p.n++
+		} else {
+			c.points[k] = &stepMean{v, 1}
+		}
+	}
+	delete(c.jobs, job)
+}
+
+// samples are the category's points, each the mean of its steps, in a
+// fixed order (it decides the float sums of the fit).
+func (c *stepCategory) samples() []StepSample {
+	all := make(map[stepKey]stepMean, len(c.points))
+	for k, p := range c.points {
+		all[k] = *p
+	}
+	for _, means := range c.jobs {
+		for k, v := range means {
+			m := all[k]
+			m.sum += v
+			m.n++
+			all[k] = m
+		}
+	}
+	out := make([]StepSample, 0, len(all))
+	for k, p := range all {
+		out = append(out, StepSample{GPUs: k[0], Nodes: k[1], Batch: k[2], Seconds: p.sum / float64(p.n)})
+	}
+	slices.SortFunc(out, func(a, b StepSample) int {
 		return cmp.Or(cmp.Compare(a.GPUs, b.GPUs), cmp.Compare(a.Nodes, b.Nodes), cmp.Compare(a.Batch, b.Batch))
 	})
-	if !c.model.Known() {
-		c.model = FitStepModel(samples, c.perGPUMax)
+	return out
+}
+
+// update refits the category's model when it has more distinct points
+// than the model was fitted to, and at least MinStepPoints: from scratch
+// the first time, else from the last model.
+func (c *stepCategory) update() {
+	if f, ok := c.due(); ok {
+		f.Run()
+		c.install(f)
+	}
+}
+
+// StepFit is a refit of one category's model: made due under the lock
+// that guards the models (StepModels.Due), run without it (Run),
+// installed under it again (StepModels.Install).
+type StepFit struct {
+	category  string
+	samples   []StepSample
+	from      StepModel
+	perGPUMax int
+	model     StepModel
+}
+
+// Due returns the refit a category needs, if any: when it has more
+// distinct points than its model was fitted to, and at least
+// MinStepPoints.
+func (s *StepModels) Due(category string) (StepFit, bool) {
+	c := s.categories[category]
+	if c == nil {
+		return StepFit{}, false
+	}
+	f, ok := c.due()
+	f.category = category
+	return f, ok
+}
+
+func (c *stepCategory) due() (StepFit, bool) {
+	samples := c.samples()
+	if len(samples) < MinStepPoints || len(samples) <= c.fitted {
+		return StepFit{}, false
+	}
+	return StepFit{samples: samples, from: c.model, perGPUMax: c.perGPUMax}, true
+}
+
+// Run fits the model: from scratch the category's first time, else from
+// its last model. It touches nothing of the StepModels.
+func (f *StepFit) Run() {
+	if !f.from.Known() {
+		f.model = FitStepModel(f.samples, f.perGPUMax)
 		return
 	}
-	c.model = c.model.refit(samples, refitIterations)
+	f.model = f.from.refit(f.samples, refitIterations)
+}
+
+// Install makes a refit that ran the category's model, unless one over
+// as many points or more was installed since it was made due.
+func (s *StepModels) Install(f StepFit) {
+	if c := s.categories[f.category]; c != nil {
+		c.install(f)
+	}
+}
+
+func (c *stepCategory) install(f StepFit) {
+	if f.model.Known() && len(f.samples) > c.fitted {
+		c.fitted, c.model = len(f.samples), f.model
+	}
 }
 
 // Model is the category's model; Known is false until it has
@@ -283,4 +504,67 @@ func (s *StepModels) Model(category string) StepModel {
 		return c.model
 	}
 	return StepModel{}
+}
+
+// SavedSteps is what a category's model was learnt from, as it is saved:
+// the mean time at each point over Steps steps (a running job's counting
+// as one), and the per-GPU limit of its micro-steps.
+type SavedSteps struct {
+	PerGPUMax int         `json:"perGPUMax,omitempty"`
+	Points    []StepPoint `json:"points"`
+}
+
+// StepPoint is a category's mean step time at a point.
+type StepPoint struct {
+	GPUs    int     `json:"gpus"`
+	Nodes   int     `json:"nodes"`
+	Batch   int     `json:"batch"`
+	Seconds float64 `json:"seconds"`
+	Steps   int     `json:"steps"`
+}
+
+// Saved is every category's points, running jobs' included, to be saved.
+func (s *StepModels) Saved() map[string]SavedSteps {
+	out := make(map[string]SavedSteps, len(s.categories))
+	for name, c := range s.categories {
+		counts := map[stepKey]int{}
+		for k, p := range c.points {
+			counts[k] = p.n
+		}
+		for _, means := range c.jobs {
+			for k := range means {
+				counts[k]++
+			}
+		}
+		saved := SavedSteps{PerGPUMax: c.perGPUMax, Points: make([]StepPoint, 0, len(counts))}
+		for _, x := range c.samples() {
+			saved.Points = append(saved.Points, StepPoint{GPUs: x.GPUs, Nodes: x.Nodes, Batch: x.Batch, Seconds: x.Seconds, Steps: counts[keyOf(x)]})
+		}
+		out[name] = saved
+	}
+	return out
+}
+
+// Load replaces every category with saved points and fits their models;
+// points that do not make sense (no GPUs, batch or steps, a time that is
+// not positive and finite, a negative per-GPU limit) are dropped. Jobs
+// given before are forgotten: they give their steps again (Replace).
+func (s *StepModels) Load(saved map[string]SavedSteps) {
+	s.categories, s.jobs = nil, nil
+	for name, sv := range saved {
+		if sv.PerGPUMax < 0 {
+			continue
+		}
+		for _, p := range sv.Points {
+			x := StepSample{GPUs: p.GPUs, Nodes: p.Nodes, Batch: p.Batch, Seconds: p.Seconds}
+			if !usableStep(x) || p.Steps < 1 || p.Nodes < 1 || p.Nodes > p.GPUs {
+				continue
+			}
+			c := s.category(name, sv.PerGPUMax)
+			c.points[keyOf(x)] = &stepMean{p.Seconds * float64(p.Steps), p.Steps}
+		}
+	}
+	for _, c := range s.categories {
+		c.update()
+	}
 }

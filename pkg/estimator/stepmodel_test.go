@@ -2,6 +2,7 @@ package estimator_test
 
 import (
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/vodascheduler/voda/pkg/estimator"
@@ -158,4 +159,136 @@ func TestBatchRangeTime(t *testing.T) {
 	if got := a.Relative(4, 64); !(got > 0 && got < 1) {
 		t.Errorf("Relative at the initial batch with free steps: %v, want in (0, 1)", got)
 	}
+}
+
+// A job's steps given again replace what it gave before; a retired job's
+// steps stay in its category; a job that moves category leaves the old
+// one; what is saved loads back into the same model.
+func TestStepModelsReplace(t *testing.T) {
+	truth := pollux{ag: 0.01, bg: 0.002, al: 0.2, bl: 0.01, an: 0.8, bn: 0.05, gamma: 3}
+	step := func(g, b int, scale float64) estimator.StepSample {
+		return estimator.StepSample{GPUs: g, Nodes: (g + 3) / 4, Batch: b, Seconds: scale * truth.seconds(g, (g+3)/4, b, 128)}
+	}
+	var s estimator.StepModels
+	// The status sums a job's reports up: each time, every point so far.
+	s.Replace("j1", "c", 128, []estimator.StepSample{step(4, 64, 1)})
+	s.Replace("j1", "c", 128, []estimator.StepSample{step(4, 64, 1), step(4, 128, 1)})
+	if s.Model("c").Known() {
+		t.Fatalf("known after one job's 2 distinct points given twice, want %d", estimator.MinStepPoints)
+	}
+	s.Replace("j1", "c", 128, []estimator.StepSample{step(4, 64, 1), step(4, 128, 1), step(8, 64, 1), step(8, 256, 1), step(16, 256, 1)})
+	if !s.Model("c").Known() {
+		t.Fatal("not known after 5 distinct points")
+	}
+	saved := s.Saved()["c"]
+	if len(saved.Points) != 5 || saved.PerGPUMax != 128 {
+		t.Fatalf("saved %+v, want 5 points of one step each, per-GPU limit 128", saved)
+	}
+	for _, p := range saved.Points {
+		if p.Steps != 1 {
+			t.Errorf("point %+v counts %d steps: a job given again counts once", p, p.Steps)
+		}
+	}
+
+	// A second job at the same points, twice as slow: each point is the
+	// mean of the two jobs' means, 1.5 × the truth.
+	s.Replace("j2", "c", 128, []estimator.StepSample{step(4, 64, 2), step(4, 128, 2), step(8, 64, 2)})
+	s.Retire("j1")
+	s.Retire("j2")
+	s.Retire("unknown") // nothing to keep
+	for _, p := range s.Saved()["c"].Points {
+		want, steps := truth.seconds(p.GPUs, p.Nodes, p.Batch, 128), 1
+		if p.GPUs < 8 || p.Batch == 64 {
+			want, steps = 1.5*want, 2
+		}
+		if math.Abs(p.Seconds-want) > 1e-12*want || p.Steps != steps {
+			t.Errorf("retired point %+v, want %.6f s over %d steps", p, want, steps)
+		}
+	}
+
+	// A job moving to another category (another GPU type) leaves what it
+	// measured in the old one and counts anew in the new one.
+	s.Replace("j3", "c", 128, []estimator.StepSample{step(32, 512, 1)})
+	s.Replace("j3", "d", 128, []estimator.StepSample{step(32, 256, 3)})
+	s.Replace("j3", "d", 128, []estimator.StepSample{step(32, 256, 3), step(32, 512, 3)})
+	if n := len(s.Saved()["c"].Points); n != 6 {
+		t.Errorf("c has %d points after j3 left it, want 6 (its own kept)", n)
+	}
+	if got := s.Saved()["d"].Points; len(got) != 2 || got[0].Steps != 1 || got[1].Steps != 1 {
+		t.Errorf("d has points %+v, want j3's 2, one step each", got)
+	}
+
+	// Saved, loaded: the same model, nothing of bad points.
+	out := s.Saved()
+	c := out["c"]
+	c.Points = append(c.Points,
+		estimator.StepPoint{GPUs: 0, Nodes: 1, Batch: 64, Seconds: 1, Steps: 1},
+		estimator.StepPoint{GPUs: 2, Nodes: 3, Batch: 64, Seconds: 1, Steps: 1},
+		estimator.StepPoint{GPUs: 2, Nodes: 1, Batch: 64, Seconds: math.Inf(1), Steps: 1},
+		estimator.StepPoint{GPUs: 2, Nodes: 1, Batch: 64, Seconds: 1, Steps: 0})
+	out["c"] = c
+	out["bad"] = estimator.SavedSteps{PerGPUMax: -1, Points: c.Points}
+	var back estimator.StepModels
+	back.Load(out)
+	if got := back.Saved(); len(got) != 2 || !reflect.DeepEqual(got["c"], s.Saved()["c"]) || !reflect.DeepEqual(got["d"], s.Saved()["d"]) {
+		t.Errorf("loaded back %+v, want %+v without the bad points and category", got, s.Saved())
+	}
+	if !back.Model("c").Known() {
+		t.Fatal("loaded category c has no model")
+	}
+	want := truth.ratio(16, 4, 64, 256, 128)
+	if got := back.Model("c").Ratio(16, 4, 64, 256); math.Abs(got-want) > 0.05*want {
+		t.Errorf("loaded model: 16 GPUs, batch 256: ratio %.3f, want %.3f", got, want)
+	}
+	if back.Model("d").Known() {
+		t.Error("d is known from one point")
+	}
+}
+
+// BenchmarkAdapt times a job's curves when it reports (16 workers, batch
+// 64 to 4 096), with the fixed shares and with a learned batch model,
+// which searches every batch of the grid.
+func BenchmarkAdapt(b *testing.B) {
+	truth := pollux{ag: 0.01, bg: 0.002, al: 0.2, bl: 0.01, an: 0.8, bn: 0.05, gamma: 3}
+	m := estimator.FitStepModel(truth.samples(64, 4096, 128), 128)
+	fit := estimator.New()
+	fit.Replace("j", "c", []estimator.Observation{{Workers: 1, Seconds: 100, Weight: 1}, {Workers: 4, Seconds: 30, Weight: 1}, {Workers: 8, Seconds: 17, Weight: 1}})
+	f := fit.Estimate("j", "c")
+	for _, learned := range []bool{false, true} {
+		name := "fixed-shares"
+		if learned {
+			name = "learned"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				r := estimator.BatchRange{Initial: 64, Max: 4096, PerGPUMax: 128}
+				if learned {
+					r.Time = m.BatchModel(64, func(n int) (int, int) { return n, (n + 3) / 4 })
+				}
+				f.Adapt(r, 1, 16, 2000)
+			}
+		})
+	}
+}
+
+// BenchmarkStepModelFit times a category's first fit and a refit when a
+// point is added, at 12 points.
+func BenchmarkStepModelFit(b *testing.B) {
+	truth := pollux{ag: 0.01, bg: 0.002, al: 0.2, bl: 0.01, an: 0.8, bn: 0.05, gamma: 3}
+	all := truth.samples(64, 512, 128)
+	b.Logf("%d points", len(all))
+	b.Run("first", func(b *testing.B) {
+		for b.Loop() {
+			estimator.FitStepModel(all, 128)
+		}
+	})
+	b.Run("refit", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			var s estimator.StepModels
+			s.Replace("j", "c", 128, all[:len(all)-1])
+			b.StartTimer()
+			s.Replace("j", "c", 128, all)
+		}
+	})
 }

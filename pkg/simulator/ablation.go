@@ -3,9 +3,7 @@ package simulator
 import (
 	"fmt"
 	"math"
-	"slices"
 
-	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/cluster/sim"
 	"github.com/vodascheduler/voda/pkg/estimator"
 )
@@ -15,23 +13,27 @@ import (
 // Config.Ablation changes one part of what an adapting job's estimate
 // knows, to measure what that part costs (docs/evaluation.md). Three of
 // them replace the estimator's batch model, the time of an epoch at a
-// batch M against the initial batch M0 at n workers (estimator.BatchTime:
-// fixed shares of per-sample and per-step work):
+// batch M against the initial batch M0 at n workers, which is otherwise
+// Pollux's model of a step's time learned as jobs run, from the steps the
+// category's jobs measured (estimator.StepModels), as the controller
+// learns it (BatchTime's fixed shares until a category has measured
+// estimator.MinStepPoints points):
 //
 //   - AblateBatchTime: the profiles' own ratio on packed placements, the
 //     exact model;
-//   - AblatePolluxFit: Pollux's model of a step's time
-//     (estimator.StepModel) fitted to every profiled point of the job's
-//     model on packed placements, the best that form could learn;
-//   - AblateLearnedSteps: the same model learned as jobs run, from the
-//     steps the category's jobs measured (estimator.StepModels).
+//   - AblatePolluxFit: the step model fitted to every profiled point of
+//     the job's model on packed placements, the best that form could
+//     learn;
+//   - AblateFixedShares: BatchTime's fixed shares alone, never learned.
 
-// batchModel is the batch model an ablation gives an adapting job of
-// model name and k GPUs per worker; nil for the estimator's own.
+// batchModel is the batch model an adapting job of model name and k GPUs
+// per worker gets: nil for the fixed shares.
 func (r *run) batchModel(name string, a *adaptation, k int) func(n, batch int) float64 {
 	per := r.cfg.GPUsPerNode
 	packed := func(n int) (gpus, nodes int) { return n * k, len(sim.PackedShape(n*k, per)) }
 	switch r.cfg.Ablation {
+	case AblateFixedShares:
+		return nil
 	case AblateBatchTime:
 		return func(n, batch int) float64 {
 			shape := sim.PackedShape(n*k, per)
@@ -44,32 +46,33 @@ func (r *run) batchModel(name string, a *adaptation, k int) func(n, batch int) f
 			m = estimator.FitStepModel(profiledSteps(a, k, per, r.cfg.Nodes*per), a.model.MaxLocal())
 			r.fits[key] = m
 		}
-		return func(n, batch int) float64 {
-			gpus, nodes := packed(n)
-			return m.Ratio(gpus, nodes, a.lo, batch)
-		}
-	case AblateLearnedSteps:
-		a.steps = fmt.Sprintf("%s/%d-%d/%d", name, a.lo, a.hi, k)
-		return func(n, batch int) float64 {
-			m := r.steps.Model(a.steps)
-			if !m.Known() {
-				return estimator.BatchTime(n, a.lo, batch)
-			}
-			gpus, nodes := packed(n)
-			return m.Ratio(gpus, nodes, a.lo, batch)
-		}
+		return m.BatchModel(a.lo, packed)
 	}
-	return nil
+	a.steps = fmt.Sprintf("%s/%d-%d/%d", name, a.lo, a.hi, k)
+	var last estimator.StepModel
+	var model func(n, batch int) float64
+	return func(n, batch int) float64 {
+		m := r.steps.Model(a.steps)
+		if !m.Known() {
+			return estimator.BatchTime(n, a.lo, batch)
+		}
+		if model == nil || m != last {
+			last, model = m, m.BatchModel(a.lo, packed)
+		}
+		return model(n, batch)
+	}
 }
 
 // learnSteps adds what an adapting job's step measured to its category's
-// step model (AblateLearnedSteps).
-func (r *run) learnSteps(a *adaptation, n int, nodes []api.NodeName, seconds float64) {
+// step model (none for the ablations that do not learn it). Its GPUs are
+// taken to be packed, as the controller takes them: a job's reports say
+// how many workers ran, not where.
+func (r *run) learnSteps(a *adaptation, n int, seconds float64) {
 	if a.steps == "" {
 		return
 	}
-	distinct := len(slices.Compact(slices.Sorted(slices.Values(nodes))))
-	r.steps.Observe(a.steps, a.model.MaxLocal(), estimator.StepSample{GPUs: n * a.gpusPW, Nodes: distinct, Batch: a.batch, Seconds: seconds})
+	g := n * a.gpusPW
+	r.steps.Observe(a.steps, a.model.MaxLocal(), estimator.StepSample{GPUs: g, Nodes: len(sim.PackedShape(g, r.cfg.GPUsPerNode)), Batch: a.batch, Seconds: seconds})
 }
 
 // profiledSteps are an adapting job's steps on packed placements of up to

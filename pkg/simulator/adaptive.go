@@ -65,7 +65,7 @@ type adaptation struct {
 	// oracleBatch (AblateBatch) chooses the batch by the profiles, as
 	// with oracle information, while the policies see the estimate.
 	oracleBatch bool
-	// steps names the job's category in AblateLearnedSteps' models.
+	// steps names the job's category in the learned batch models.
 	steps string
 }
 
@@ -186,8 +186,9 @@ func segments(m AdaptiveModel, shape []int, batch int, done float64) []sim.Segme
 // learnAdaptive is estimate's part for a job that adapts its batch, with
 // estimated information, as the controller learns it (pkg/cluster/kube):
 // a productive job reports its time per unit of work at its batch in
-// force, brought back to the work's batch by the estimator's batch model
-// (estimator.Fit.BatchTime), and the noise scale it measures there, each
+// force, brought back to the work's batch by the batch model (its
+// category's learned step model, ablation.go), and the noise scale it
+// measures there, each
 // report weighing as much as all earlier ones; the policies get the
 // goodput curve of the estimate, which also chooses the batch of the
 // job's next start or resize.
@@ -197,8 +198,8 @@ func (r *run) learnAdaptive(id api.JobID, ji *jobInfo, t time.Time) error {
 	done := r.cluster.Done(id, t)
 	e, _ := a.model.Epoch(done)
 	if r.cluster.Productive(id, t) && a.batch > 0 {
-		n, nodes := r.cluster.Workers(id)
-		r.learnSteps(a, n, nodes, r.cluster.StepSeconds(id))
+		n, _ := r.cluster.Workers(id)
+		r.learnSteps(a, n, r.cluster.StepSeconds(id))
 		perUnit := r.cluster.StepSeconds(id) * float64(m0) / float64(a.batch) / a.rng.TimeAt(n, a.batch)
 		r.est.Observe(ji.Name, ji.category, estimator.Observation{Workers: n, Seconds: perUnit})
 		b := a.model.NoiseScale(e, a.batch)

@@ -56,7 +56,7 @@ type Config struct {
 	// batch, hands the estimate one part of what the profiles know, to
 	// measure what that part costs (docs/evaluation.md, "Where the
 	// estimate loses"): AblatePlacement, AblateBatch, AblateBatchTime,
-	// AblatePolluxFit or AblateLearnedSteps. Empty: none.
+	// AblatePolluxFit or AblateFixedShares. Empty: none.
 	Ablation string
 	// Runtime is what runs the jobs: RuntimeHorovod (or empty), whose
 	// restart time the policies assume (HeSRPT's restart cost), or
@@ -99,17 +99,19 @@ const (
 	// profiles (the true best batch on the placement, in the job's
 	// epoch); the policies still see the estimate's goodput curves.
 	AblateBatch = "batch"
-	// AblateBatchTime replaces the estimator's batch model (BatchTime)
-	// by the profiles' own time per epoch at every batch, on packed
-	// placements: the exact model.
+	// AblateBatchTime replaces the estimator's batch model (Pollux's
+	// model of a step's time, learned from the steps each category's
+	// jobs measured, as the controller learns it) by the profiles' own
+	// time per epoch at every batch, on packed placements: the exact
+	// model.
 	AblateBatchTime = "batch-time"
-	// AblatePolluxFit replaces it by Pollux's model of a step's time
-	// fitted to every profiled point of the job's model (ablation.go):
-	// the best a model of that form could learn.
+	// AblatePolluxFit replaces it by that model fitted to every profiled
+	// point of the job's model (ablation.go): the best a model of that
+	// form could learn.
 	AblatePolluxFit = "pollux-fit"
-	// AblateLearnedSteps replaces it by that model learned as the jobs
-	// run, from the steps each category's jobs measured.
-	AblateLearnedSteps = "learned-steps"
+	// AblateFixedShares replaces it by fixed shares of per-sample and
+	// per-step work (estimator.BatchTime), the model before it.
+	AblateFixedShares = "fixed-shares"
 )
 
 // The kinds of information policies get.
@@ -158,12 +160,12 @@ func (c Config) Validate() error {
 	}
 	switch c.Ablation {
 	case "":
-	case AblatePlacement, AblateBatch, AblateBatchTime, AblatePolluxFit, AblateLearnedSteps:
+	case AblatePlacement, AblateBatch, AblateBatchTime, AblatePolluxFit, AblateFixedShares:
 		if c.Information != InfoEstimated {
 			errs = append(errs, fmt.Errorf("ablation %q needs estimated information", c.Ablation))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("ablation %q: want %s, %s, %s, %s or %s", c.Ablation, AblatePlacement, AblateBatch, AblateBatchTime, AblatePolluxFit, AblateLearnedSteps))
+		errs = append(errs, fmt.Errorf("ablation %q: want %s, %s, %s, %s or %s", c.Ablation, AblatePlacement, AblateBatch, AblateBatchTime, AblatePolluxFit, AblateFixedShares))
 	}
 	return errors.Join(errs...)
 }
@@ -242,7 +244,7 @@ type run struct {
 	reports map[api.JobID]int
 	estErr  map[int][]float64
 	// fits are AblatePolluxFit's models, by model, batch range and GPUs
-	// per worker; steps AblateLearnedSteps'.
+	// per worker; steps the learned batch models.
 	fits  map[curveKey]estimator.StepModel
 	steps estimator.StepModels
 }

@@ -72,6 +72,77 @@ func batchRange(tj *v1alpha1.TrainingJob) *estimator.BatchRange {
 	return &estimator.BatchRange{Initial: int(b.Initial), Max: int(b.Max), PerGPUMax: int(b.PerGPUMax)}
 }
 
+// batchRangeOf is a job's range, nil for a job with a batch of its own,
+// with its category's learned batch model on gpuType once the category's
+// jobs measured enough steps there (stepsOf), else BatchTime's fixed
+// shares. k is the GPUs per worker, perNode the GPUs of the type's nodes.
+// The caller holds estMu.
+func (c *Controller) batchRangeOf(tj *v1alpha1.TrainingJob, gpuType string, k, perNode int) *estimator.BatchRange {
+	r := batchRange(tj)
+	if r == nil {
+		return nil
+	}
+	if m := c.steps.Model(stepCategory(tj, gpuType)); m.Known() {
+		r.Time = m.BatchModel(r.Initial, func(n int) (int, int) {
+			gpus := n * max(k, 1)
+			return gpus, packedNodes(gpus, perNode)
+		})
+	}
+	return r
+}
+
+// stepCategory is where a job's steps on a GPU type are learnt: its
+// category's on that type (each type runs at its own speed).
+func stepCategory(tj *v1alpha1.TrainingJob, gpuType string) string {
+	return category(tj) + "@" + gpuType
+}
+
+// packedNodes is how many nodes of perNode GPUs gpus GPUs span when
+// packed: the progress reports say how many workers ran, not where, and
+// placement keeps a job on as few nodes as it can. One when perNode is
+// unknown.
+func packedNodes(gpus, perNode int) int {
+	if perNode < 1 {
+		return 1
+	}
+	return max((gpus+perNode-1)/perNode, 1)
+}
+
+// stepsOf are the steps a job's epochs on gpuType measured, for its
+// category's batch model: at each worker count and batch, the mean epoch
+// time times the batch (a step's time in the category's unit: the jobs of
+// a category train on one dataset), on packed nodes of perNode GPUs.
+func stepsOf(tj *v1alpha1.TrainingJob, gpuType string, k, perNode int) []estimator.StepSample {
+	p := tj.Status.Progress
+	if p == nil || tj.Spec.BatchSize == nil {
+		return nil
+	}
+	var out []estimator.StepSample
+	for _, et := range p.EpochTimes {
+		if et.Batch < 1 || et.Workers < 1 || (et.GPUType != "" && et.GPUType != gpuType) {
+			continue
+		}
+		gpus := int(et.Workers) * max(k, 1)
+		out = append(out, estimator.StepSample{GPUs: gpus, Nodes: packedNodes(gpus, perNode), Batch: int(et.Batch),
+			Seconds: float64(et.Millis) / 1000 * float64(et.Batch)})
+	}
+	return out
+}
+
+// nodeGPUs is the most GPUs a usable node of a type offers; 0 when none
+// does.
+func (c *Controller) nodeGPUs(gpuType string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	most := 0
+	for _, n := range c.nodes {
+		if string(n.gpuType) == gpuType {
+			most = max(most, n.gpus)
+		}
+	}
+	return most
+}
+
 // noiseOf is the noise scale a job's reports measured; -1 when none did.
 func noiseOf(tj *v1alpha1.TrainingJob) float64 {
 	if p := tj.Status.Progress; p != nil && p.NoiseScale != nil {
@@ -80,10 +151,10 @@ func noiseOf(tj *v1alpha1.TrainingJob) float64 {
 	return -1
 }
 
-// adapt brings a job's batch state up to a fit and returns it; nil for a
-// job with a batch of its own. The caller holds estMu.
-func (c *Controller) adapt(tj *v1alpha1.TrainingJob, fit estimator.Fit) *batchState {
-	r := batchRange(tj)
+// adapt brings a job's batch state up to a fit and its range r (nil for a
+// job with a batch of its own, then adapt returns nil) and returns it. k
+// is the job's GPUs per worker. The caller holds estMu.
+func (c *Controller) adapt(tj *v1alpha1.TrainingJob, r *estimator.BatchRange, k int, fit estimator.Fit) *batchState {
 	if r == nil {
 		return nil
 	}
@@ -93,7 +164,6 @@ func (c *Controller) adapt(tj *v1alpha1.TrainingJob, fit estimator.Fit) *batchSt
 		b = &batchState{}
 		c.batches[id] = b
 	}
-	k, _ := c.workerUnits(tj)
 	b.initial = r.Initial
 	b.noise = noiseOf(tj)
 	b.best = fit.Adapt(*r, max(k, 1), int(tj.Spec.MaxWorkers), b.noise)
@@ -126,22 +196,24 @@ func (c *Controller) recoverBatch(tj *v1alpha1.TrainingJob, rt *workload, child 
 	if tj.Spec.BatchSize == nil || child == nil {
 		return
 	}
+	perNode := c.nodeGPUs(tj.CurrentGPUType())
 	c.estMu.Lock()
 	defer c.estMu.Unlock()
-	if b := c.batchState(tj); b.table == nil {
+	if b := c.batchState(tj, perNode); b.table == nil {
 		b.recover(tj, rt, child)
 	}
 }
 
 // batchState is what the controller keeps of a job that lets it choose its
-// batch size, made from the latest estimate if it has nothing yet. The
-// caller holds estMu.
-func (c *Controller) batchState(tj *v1alpha1.TrainingJob) *batchState {
+// batch size, made from the latest estimate if it has nothing yet; perNode
+// is the GPUs of its type's nodes. The caller holds estMu.
+func (c *Controller) batchState(tj *v1alpha1.TrainingJob, perNode int) *batchState {
 	id := jobID(client.ObjectKeyFromObject(tj))
 	if b := c.batches[id]; b != nil {
 		return b
 	}
-	return c.adapt(tj, c.est.Estimate(string(id), category(tj)))
+	k, _ := c.workerUnits(tj)
+	return c.adapt(tj, c.batchRangeOf(tj, tj.CurrentGPUType(), k, perNode), k, c.est.Estimate(string(id), category(tj)))
 }
 
 // formatBatchSizes is the text of a table (index: workers; counts with no
@@ -195,9 +267,10 @@ func (c *Controller) batchSizes(tj *v1alpha1.TrainingJob) string {
 	if tj.Spec.BatchSize == nil {
 		return ""
 	}
+	perNode := c.nodeGPUs(tj.CurrentGPUType())
 	c.estMu.Lock()
 	defer c.estMu.Unlock()
-	b := c.batchState(tj)
+	b := c.batchState(tj, perNode)
 	t := make([]estimator.Batch, int(tj.Spec.MaxWorkers)+1)
 	for n := 1; n < len(t); n++ {
 		t[n] = b.best.Batch(n)

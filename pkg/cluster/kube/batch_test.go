@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/vodascheduler/voda/internal/testenv"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 	"github.com/vodascheduler/voda/pkg/cluster/kube"
+	"github.com/vodascheduler/voda/pkg/estimator"
 	"github.com/vodascheduler/voda/pkg/progress"
 )
 
@@ -56,23 +58,7 @@ func batchAt(t *testing.T, sizes string, n int) (global, local, acc int) {
 // report folds a progress report into a job's status, as the REST API does.
 func (k *cluster) report(t *testing.T, ns, name string, r progress.Report) {
 	t.Helper()
-	if err := r.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		tj := &v1alpha1.TrainingJob{}
-		if err := k.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, tj); err != nil {
-			return err
-		}
-		if tj.Status.Progress == nil {
-			tj.Status.Progress = &v1alpha1.TrainingProgress{}
-		}
-		progress.Add(tj.Status.Progress, r, tj.CurrentGPUType(), time.Now())
-		return k.c.Status().Update(context.Background(), tj)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k.reportAll(t, ns, name, r)
 }
 
 // podsGiven checks that every live worker pod of a job was given sizes
@@ -115,12 +101,15 @@ func batchEnvOf(c corev1.Container, initial int32) error {
 // of every count in its pods; a report with gradient statistics that make
 // a larger batch pay restarts it as a whole at the new batch; a resize
 // puts the table's batch for the new count in force; an MPIJob's launcher
-// and workers get the table too.
+// and workers get the table too; a category's measured steps change the
+// batch its jobs run at, and a new leader knows them.
 func testBatchSize(t *testing.T, k *cluster) {
 	const ns, gpu = "batch", "batch-gpu"
 	nodes := k.scenario(t, ns, gpu, 1, 4)
 	k.watchOvercommit(t, nodes)
-	k.startController(t, controllerOpts(t, gpu)) // ElasticFIFO
+	o := controllerOpts(t, gpu) // ElasticFIFO
+	o.ConfigNamespace = ns      // where the batch models are saved
+	_, stop := k.startController(t, o)
 	ctx := context.Background()
 
 	k.create(t, newPyTorchJob(ns, "tiny", gpu, 1, 4, 1, withBatch(1, 2)))
@@ -211,5 +200,105 @@ func testBatchSize(t *testing.T, k *cluster) {
 	}
 	if ok, err := k.podsGiven(ctx, ns, "m", "1:16:16:1", 16); !ok {
 		t.Errorf("m's worker: %v", err)
+	}
+
+	// The learned batch model: a job whose steps cost the same at any
+	// batch (its epochs at 32, 64 and 128 samples take 60, 31 and 16 s)
+	// and whose noise scale is 4 000 samples runs best at the largest
+	// batch, 1 024; BatchTime's fixed shares would have chosen fixed.
+	fixed, _, _ := (estimator.Fit{}).Best(estimator.BatchRange{Initial: 32, Max: 1024}, 4, 1, 4000)
+	for _, name := range []string{"a", "m"} {
+		if err := k.c.Delete(ctx, k.job(t, ns, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := func(name string) *v1alpha1.TrainingJob {
+		return newJob(ns, name, gpu, 1, 4, withBatch(32, 1024), func(tj *v1alpha1.TrainingJob) { tj.Spec.Category = "steps" })
+	}
+	k.create(t, steps("s"))
+	k.waitSettled(t, ns, "s", 4)
+	k.reportAll(t, ns, "s",
+		progress.Report{Epoch: 1, EpochSeconds: 60, Workers: 4, GlobalBatch: 32, LocalBatch: 8, GradSqr: &sq, GradVar: &vr},
+		progress.Report{Epoch: 2, EpochSeconds: 31, Workers: 4, GlobalBatch: 64, LocalBatch: 16, GradSqr: &sq, GradVar: &vr},
+		progress.Report{Epoch: 3, EpochSeconds: 16, Workers: 4, GlobalBatch: 128, LocalBatch: 32, GradSqr: &sq, GradVar: &vr})
+	k.waitBatch(t, ns, "s", 4, 1024)
+	k.expectEvents(t, ns, "s", map[string]int{"Restarted: Restarting all 4 workers: batch size 32→1024": 1})
+	if fixed.Global >= 512 {
+		t.Errorf("fixed shares choose %d: the learned model's 1024 tells nothing", fixed.Global)
+	}
+
+	// What the category measured is saved when a job completes, and a new
+	// leader knows it: a job of the category that reports one epoch at
+	// 32 samples goes to 1 024 at once (with that point alone, the fixed
+	// shares would choose fixed).
+	k.completeLauncher(t, ns, "s")
+	k.waitPhase(t, ns, "s", v1alpha1.PhaseCompleted)
+	err = testenv.PollUntil(ctx, 30*time.Second, "the category's steps saved", func(ctx context.Context) (bool, error) {
+		var cm corev1.ConfigMap
+		if err := k.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: kube.HistoryConfigMap}, &cm); err != nil {
+			return false, err
+		}
+		var saved map[string]estimator.SavedSteps
+		if err := json.Unmarshal([]byte(cm.Data["steps.json"]), &saved); err != nil {
+			return false, err
+		}
+		if got := saved[ns+"/steps@"+gpu]; len(got.Points) != 3 {
+			return false, fmt.Errorf("saved steps %+v, want 3 points of %s/steps@%s", saved, ns, gpu)
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	k.startController(t, o)
+	k.create(t, steps("s2"))
+	k.waitSettled(t, ns, "s2", 4)
+	k.reportAll(t, ns, "s2", progress.Report{Epoch: 1, EpochSeconds: 60, Workers: 4, GlobalBatch: 32, LocalBatch: 8, GradSqr: &sq, GradVar: &vr})
+	k.waitBatch(t, ns, "s2", 4, 1024)
+}
+
+// reportAll folds several progress reports into a job's status at once.
+func (k *cluster) reportAll(t *testing.T, ns, name string, rs ...progress.Report) {
+	t.Helper()
+	for _, r := range rs {
+		if err := r.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		tj := &v1alpha1.TrainingJob{}
+		if err := k.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, tj); err != nil {
+			return err
+		}
+		if tj.Status.Progress == nil {
+			tj.Status.Progress = &v1alpha1.TrainingProgress{}
+		}
+		for _, r := range rs {
+			progress.Add(tj.Status.Progress, r, tj.CurrentGPUType(), time.Now())
+		}
+		return k.c.Status().Update(context.Background(), tj)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitBatch waits until an MPIJob runs its n workers at a global batch of
+// global samples, after one restart for it.
+func (k *cluster) waitBatch(t *testing.T, ns, name string, n int32, global int32) {
+	t.Helper()
+	err := testenv.PollUntil(context.Background(), 90*time.Second, fmt.Sprintf("%s at batch %d", name, global), func(ctx context.Context) (bool, error) {
+		if ok, err := k.settled(ctx, ns, name, n); !ok {
+			return false, err
+		}
+		b := k.job(t, ns, name).Status.Batch
+		if b == nil || b.Global != global || b.Retunes != 1 {
+			return false, fmt.Errorf("batch status %+v, want %d after one retune", b, global)
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

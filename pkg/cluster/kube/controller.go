@@ -160,6 +160,13 @@ type Controller struct {
 	// batches holds what the controller keeps of each job that lets it
 	// choose its batch size; guarded by estMu too.
 	batches map[api.JobID]*batchState
+	// steps learns, per category and GPU type, how an epoch's time
+	// changes with the batch, from the epochs of jobs that let Voda
+	// choose their batch size; guarded by estMu too. Its fits (tens of
+	// milliseconds, more as a category's points grow) run outside estMu,
+	// one at a time under fitMu.
+	steps estimator.StepModels
+	fitMu sync.Mutex
 	// installed holds the runtimes whose kind the API server serves, by
 	// kind; filled by Setup.
 	installed map[string]bool
@@ -243,6 +250,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		disrupted:   map[api.JobID]disruption{},
 		ops:         newOperators(opts.OperatorIdle),
 		batches:     map[api.JobID]*batchState{},
+		steps:       estimator.StepModels{Deferred: true},
 		workersSeen: map[api.JobID]seen{},
 		installed:   map[string]bool{},
 	}, nil

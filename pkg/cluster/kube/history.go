@@ -13,11 +13,13 @@ import (
 	"github.com/vodascheduler/voda/pkg/estimator"
 )
 
-// HistoryConfigMap keeps the estimator's category histories (in the
-// settings namespace), so that a new leader knows what the last one learnt.
+// HistoryConfigMap keeps the estimator's category histories and the steps
+// the batch models are learnt from (in the settings namespace), so that a
+// new leader knows what the last one learnt.
 const (
 	HistoryConfigMap = "voda-history"
 	historyKey       = "categories.json"
+	stepsKey         = "steps.json"
 )
 
 // loadHistory reads the saved category histories, if any.
@@ -33,16 +35,25 @@ func (c *Controller) loadHistory(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", HistoryConfigMap, err)
 	}
+	// Either unreadable is not worth refusing to schedule over: start
+	// afresh without it, and say so.
 	var hs map[string]estimator.History
 	if err := json.Unmarshal([]byte(cm.Data[historyKey]), &hs); err != nil {
-		// Not worth refusing to schedule over: start afresh, say so.
 		c.log.Error(err, "category history unreadable; starting without it", "configMap", HistoryConfigMap)
-		return nil
+		hs = nil
+	}
+	var steps map[string]estimator.SavedSteps
+	if data, ok := cm.Data[stepsKey]; ok {
+		if err := json.Unmarshal([]byte(data), &steps); err != nil {
+			c.log.Error(err, "batch models' steps unreadable; starting without them", "configMap", HistoryConfigMap, "key", stepsKey)
+			steps = nil
+		}
 	}
 	c.estMu.Lock()
 	c.est.SetHistories(hs)
+	c.steps.Load(steps)
 	c.estMu.Unlock()
-	c.log.Info("category history loaded", "categories", len(hs))
+	c.log.Info("category history loaded", "categories", len(hs), "batchModels", len(steps))
 	return nil
 }
 
@@ -56,13 +67,18 @@ func (c *Controller) saveHistory(ctx context.Context) {
 		c.log.Error(err, "category history")
 		return
 	}
+	steps, err := json.Marshal(c.steps.Saved())
+	if err != nil {
+		c.log.Error(err, "batch models' steps")
+		return
+	}
 	key := types.NamespacedName{Namespace: c.opts.ConfigNamespace, Name: HistoryConfigMap}
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var cm corev1.ConfigMap
 		err := c.reader.Get(ctx, key, &cm)
 		if apierrors.IsNotFound(err) {
 			cm.Namespace, cm.Name = key.Namespace, key.Name
-			cm.Data = map[string]string{historyKey: string(data)}
+			cm.Data = map[string]string{historyKey: string(data), stepsKey: string(steps)}
 			return c.client.Create(ctx, &cm)
 		}
 		if err != nil {
@@ -71,7 +87,7 @@ func (c *Controller) saveHistory(ctx context.Context) {
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
 		}
-		cm.Data[historyKey] = string(data)
+		cm.Data[historyKey], cm.Data[stepsKey] = string(data), string(steps)
 		return c.client.Update(ctx, &cm)
 	})
 	if err != nil {

@@ -65,13 +65,32 @@ func (e *engine) learn(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 	}
 	c := e.c
 	id := jobID(client.ObjectKeyFromObject(tj))
+	k, _ := c.workerUnits(tj)
+	perNode := c.nodeGPUs(string(e.gpuType))
 	c.estMu.Lock()
 	if c.learned[id] == p.Reports {
 		c.estMu.Unlock()
 		return nil
 	}
 	c.learned[id] = p.Reports
-	r := batchRange(tj)
+	var r *estimator.BatchRange
+	if b := tj.Spec.BatchSize; b != nil {
+		cat := stepCategory(tj, string(e.gpuType))
+		c.steps.Replace(string(id), cat, int(b.PerGPUMax), stepsOf(tj, string(e.gpuType), k, perNode))
+		if f, due := c.steps.Due(cat); due {
+			c.estMu.Unlock()
+			c.fitMu.Lock()
+			f.Run()
+			c.fitMu.Unlock()
+			c.estMu.Lock()
+			c.steps.Install(f)
+			if _, ok := c.learned[id]; !ok {
+				c.estMu.Unlock()
+				return nil // it ended meanwhile (finished)
+			}
+		}
+		r = c.batchRangeOf(tj, string(e.gpuType), k, perNode)
+	}
 	obs := make([]estimator.Observation, 0, len(p.EpochTimes))
 	for _, et := range p.EpochTimes {
 		// Only this type's epochs: a job of several types runs at
@@ -82,14 +101,14 @@ func (e *engine) learn(ctx context.Context, tj *v1alpha1.TrainingJob) error {
 		secs := float64(et.Millis) / 1000
 		if r != nil && et.Batch > 0 {
 			// At the initial batch, for a job that lets Voda choose it.
-			secs /= estimator.BatchTime(int(et.Workers), r.Initial, int(et.Batch))
+			secs /= r.TimeAt(int(et.Workers), int(et.Batch))
 		}
 		obs = append(obs, estimator.Observation{Workers: int(et.Workers), Seconds: secs, Weight: float64(et.Epochs)})
 	}
 	c.est.Replace(string(id), category(tj), obs)
 	fit := c.est.Estimate(string(id), category(tj))
 	speedup, remaining := fit.Speedup, -1.0
-	if b := c.adapt(tj, fit); b != nil {
+	if b := c.adapt(tj, r, k, fit); b != nil {
 		speedup = b.best.Speedup
 		if tj.Spec.Epochs > 0 {
 			done := float64(p.Epoch)
@@ -182,6 +201,8 @@ func (c *Controller) finished(ctx context.Context, id api.JobID, completed bool)
 	_, reported := c.learned[id]
 	delete(c.learned, id)
 	delete(c.batches, id)
+	// A job's steps stay true of its category however it ended.
+	c.steps.Retire(string(id))
 	if !completed || !reported {
 		c.est.Forget(string(id))
 		return false

@@ -177,8 +177,9 @@ const fitIterations = 3000
 func usable(samples []StepSample) []StepSample {
 	out := make([]StepSample, 0, len(samples))
 	for _, x := range samples {
-		if x.GPUs >= 1 && x.Batch >= 1 && x.Seconds > 0 && !math.IsInf(x.Seconds, 0) {
-			out = append(out, StepSample{GPUs: x.GPUs, Nodes: max(x.Nodes, 1), Batch: x.Batch, Seconds: x.Seconds})
+		if usableStep(x) {
+			k := keyOf(x)
+			out = append(out, StepSample{GPUs: k[0], Nodes: k[1], Batch: k[2], Seconds: x.Seconds})
 		}
 	}
 	return out

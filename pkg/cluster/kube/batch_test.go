@@ -55,12 +55,6 @@ func batchAt(t *testing.T, sizes string, n int) (global, local, acc int) {
 	return
 }
 
-// report folds a progress report into a job's status, as the REST API does.
-func (k *cluster) report(t *testing.T, ns, name string, r progress.Report) {
-	t.Helper()
-	k.reportAll(t, ns, name, r)
-}
-
 // podsGiven checks that every live worker pod of a job was given sizes
 // (its annotation, which VODA_BATCH_SIZES reads) and the initial batch.
 func (k *cluster) podsGiven(ctx context.Context, ns, name, sizes string, initial int32) (bool, error) {
@@ -140,7 +134,7 @@ func testBatchSize(t *testing.T, k *cluster) {
 	// A noise scale of 4 000 samples: a much larger batch pays, enough to
 	// restart the job for it.
 	sq, vr := 1e-3, 4.0
-	k.report(t, ns, "a", progress.Report{Epoch: 1, EpochSeconds: 60, Workers: 4, GlobalBatch: 32, LocalBatch: 8, GradSqr: &sq, GradVar: &vr})
+	k.reportAll(t, ns, "a", progress.Report{Epoch: 1, EpochSeconds: 60, Workers: 4, GlobalBatch: 32, LocalBatch: 8, GradSqr: &sq, GradVar: &vr})
 	var retuned *v1alpha1.TrainingJob
 	err = testenv.PollUntil(ctx, 90*time.Second, "a restarted at a larger batch", func(ctx context.Context) (bool, error) {
 		if ok, err := k.ptSettled(ctx, ns, "a", 4); !ok {
@@ -258,7 +252,8 @@ func testBatchSize(t *testing.T, k *cluster) {
 	k.waitBatch(t, ns, "s2", 4, 1024)
 }
 
-// reportAll folds several progress reports into a job's status at once.
+// reportAll folds progress reports into a job's status at once, as the
+// REST API folds each.
 func (k *cluster) reportAll(t *testing.T, ns, name string, rs ...progress.Report) {
 	t.Helper()
 	for _, r := range rs {

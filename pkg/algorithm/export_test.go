@@ -18,7 +18,7 @@ func HeSRPTObjective(p HeSRPT, s Snapshot, a map[api.JobID]int) float64 {
 	cfg := p.Config.sane()
 	hs := newHSState(&s, cfg)
 	for i := range hs.st {
-		hs.st[i].n = a[hs.st[i].j.ID]
+		hs.st[i].n = a[hs.jobs[i].ID]
 	}
 	return hs.objective(cfg)
 }

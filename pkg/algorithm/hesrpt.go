@@ -117,11 +117,11 @@ func (HeSRPT) Name() string { return NameHeSRPT }
 // on every step are kept here, and the hulls of all jobs in one buffer,
 // so that a step touches little memory.
 type hsJob struct {
-	j       *Job
 	w       float64 // weight per GPU: per worker, times (k/kmin)^−(1+Exponent)
 	lo, hi  int32   // the job's hull is hulls[lo:hi]
 	next    int32   // index in the hull of the next vertex to reach
 	k       int32   // GPUs per worker
+	i       int32   // the job's index in the snapshot (and in hsState.st)
 	n       int     // workers granted so far
 	cap     int     // largest size allowed this round
 	floor   int     // size the job keeps whatever happens (0: none)
@@ -133,6 +133,7 @@ type hsJob struct {
 
 // hsState is one allocation: the jobs and their hulls.
 type hsState struct {
+	jobs  []Job // the snapshot's
 	st    []hsJob
 	hulls []hullVertex
 	node  int
@@ -148,7 +149,13 @@ type hsState struct {
 	losses   []victim
 	lossesAt int
 	cands    [2]candidateList
+	// low is lowest's answer for version lowAt−1.
+	low   float64
+	lowAt int
 }
+
+// job is a's job in the snapshot.
+func (hs *hsState) job(a *hsJob) *Job { return &hs.jobs[a.i] }
 
 // Allocate implements Policy.
 func (p HeSRPT) Allocate(s Snapshot) (Result, error) { return allocate(p, s) }
@@ -167,10 +174,10 @@ func (p HeSRPT) decideBy(s *Snapshot, d *Decision, leading bool) error {
 			floors = append(floors, i)
 		}
 	}
-	slices.SortFunc(floors, func(x, y int) int { return cmp.Compare(st[x].j.ID, st[y].j.ID) })
+	slices.SortFunc(floors, func(x, y int) int { return cmp.Compare(hs.jobs[x].ID, hs.jobs[y].ID) })
 	var c capacity
-	h := hsHeap{q: make([]hsItem, 0, len(st)), st: st}
-	segs := make([]hsSeg, 0, len(hs.hulls)) // at most one segment a vertex
+	h := hsHeap{q: make([]hsItem, 0, len(st)), jobs: s.Jobs}
+	segs := make([]hsSeg, 0, len(hs.hulls)-len(st)) // one a vertex but the origins
 	pass := func(forced []forcedSize) capacity {
 		for round := 0; ; round++ {
 			c = newCapacity(s)
@@ -203,14 +210,15 @@ func (p HeSRPT) decideBy(s *Snapshot, d *Decision, leading bool) error {
 	c = hs.unblock(s, cfg, pass(nil), pass)
 	for i := range st {
 		a := &st[i]
-		d.set(i, a.n, a.reason(&c, cfg.finishing(a.j)))
+		j := hs.job(a)
+		d.set(i, a.n, a.reason(j, &c, cfg.finishing(j)))
 	}
 	return nil
 }
 
 // newHSState weighs the snapshot's jobs and builds their hulls.
 func newHSState(s *Snapshot, cfg HeSRPTConfig) hsState {
-	hs := hsState{st: make([]hsJob, len(s.Jobs)), node: uniformNode(s.NodeGPUs)}
+	hs := hsState{jobs: s.Jobs, st: make([]hsJob, len(s.Jobs)), node: uniformNode(s.NodeGPUs)}
 	vertices := 0
 	for i := range s.Jobs {
 		vertices += max(s.Jobs[i].Max-s.Jobs[i].Min, 0) + 2
@@ -220,7 +228,7 @@ func newHSState(s *Snapshot, cfg HeSRPTConfig) hsState {
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
 		a := &hs.st[i]
-		a.j, a.cap, a.k, a.workers = j, j.Max, int32(j.k()), j.Workers
+		a.i, a.cap, a.k, a.workers = int32(i), j.Max, int32(j.k()), j.Workers
 		w, perGPU := cfg.weight(j, s.Now, unknown, kmin)
 		a.w = w * perGPU
 		// A job nearly done keeps its size, if it is one it may run at: a
@@ -354,7 +362,7 @@ func packs(j *Job, n, node int) bool {
 // no faster than a smaller one. cap itself is kept when it is the job's
 // current size, so a job held at its size is not rounded down.
 func (hs *hsState) hull(a *hsJob) {
-	j, limit := a.j, a.cap
+	j, limit := hs.job(a), a.cap
 	lo := len(hs.hulls)
 	hs.hulls = append(hs.hulls, hullVertex{0, 0})
 	best := 0.0
@@ -400,7 +408,7 @@ func (hs *hsState) grow(a *hsJob, c *capacity) bool {
 	}
 	for m := c.most(k, v.x-a.n-1); m > 0; m-- {
 		n := a.n + m
-		if n >= a.j.Min && packs(a.j, n, hs.node) && a.j.S(n) > a.j.S(a.n) {
+		if j := hs.job(a); n >= j.Min && packs(j, n, hs.node) && j.S(n) > j.S(a.n) {
 			c.take(k, m)
 			a.n = n
 			break
@@ -419,9 +427,10 @@ func (hs *hsState) breakEven(cfg HeSRPTConfig) bool {
 		if cur == 0 || a.n <= cur || a.cap <= cur {
 			continue
 		}
-		sc, sn := a.j.S(cur), a.j.S(a.n)
-		hold := min(cfg.Horizon, a.j.remaining()/sn)
-		if rc := cfg.restartCost(a.j); (sn-sc)*(hold-rc) <= rc*sc {
+		j := hs.job(a)
+		sc, sn := j.S(cur), j.S(a.n)
+		hold := min(cfg.Horizon, j.remaining()/sn)
+		if rc := cfg.restartCost(j); (sn-sc)*(hold-rc) <= rc*sc {
 			a.held, a.cap = a.n, cur
 			hs.hull(a)
 			held = true
@@ -433,8 +442,8 @@ func (hs *hsState) breakEven(cfg HeSRPTConfig) bool {
 // reason says why the job got its allocation, c being what the greedy
 // left free and finishing the work left under which a running job keeps
 // its size.
-func (a *hsJob) reason(c *capacity, finishing float64) Reason {
-	j, n := a.j, a.n
+func (a *hsJob) reason(j *Job, c *capacity, finishing float64) Reason {
+	n := a.n
 	r := allocated(j, n)
 	switch {
 	case n == 0:

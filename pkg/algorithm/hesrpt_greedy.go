@@ -39,6 +39,13 @@ type hsSeg struct {
 // leading turns the first phase on; without it, the heap does all the work
 // (the reference the tests compare with).
 func (hs *hsState) fill(c *capacity, hysteresis float64, h *hsHeap, segs *[]hsSeg, leading bool) {
+	if c.free <= 0 {
+		// Nothing to hand out: every segment left adds GPUs. Most of
+		// unblock's trials grant every GPU ahead of the greedy, and
+		// listing a million segments to grant none was most of their
+		// cost at 100 000 jobs.
+		return
+	}
 	st := hs.st
 	if leading {
 		*segs = hs.segments((*segs)[:0], hysteresis)
@@ -113,7 +120,7 @@ func (hs *hsState) before(x, y *hsSeg) bool {
 		return x.value > y.value
 	}
 	if x.job != y.job {
-		return hs.st[x.job].j.ID < hs.st[y.job].j.ID
+		return hs.jobs[x.job].ID < hs.jobs[y.job].ID
 	}
 	return x.to < y.to
 }
@@ -257,15 +264,15 @@ type hsItem struct {
 // hsHeap is a max-heap of items by value, ties to the smaller job ID, so
 // the result does not depend on the order of the snapshot's jobs.
 type hsHeap struct {
-	q  []hsItem
-	st []hsJob
+	q    []hsItem
+	jobs []Job
 }
 
 func (h *hsHeap) before(a, b int) bool {
 	if h.q[a].value != h.q[b].value {
 		return h.q[a].value > h.q[b].value
 	}
-	return h.st[h.q[a].job].j.ID < h.st[h.q[b].job].j.ID
+	return h.jobs[h.q[a].job].ID < h.jobs[h.q[b].job].ID
 }
 
 // init orders the items already in q.

@@ -24,9 +24,9 @@ func TestHeSRPTSegmentSort(t *testing.T) {
 		st := make([]hsJob, n)
 		for i := range jobs {
 			jobs[i].ID = api.JobID(fmt.Sprintf("j%03d", r.IntN(1000)*n+i))
-			st[i].j = &jobs[i]
+			st[i].i = int32(i)
 		}
-		hs := hsState{st: st}
+		hs := hsState{jobs: jobs, st: st}
 		segs := make([]hsSeg, 1+r.IntN(300))
 		for i := range segs {
 			v := values[r.IntN(len(values))]

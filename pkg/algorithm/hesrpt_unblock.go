@@ -81,7 +81,7 @@ func (hs *hsState) unblock(s *Snapshot, cfg HeSRPTConfig, c capacity, pass func(
 			continue
 		}
 		trials++
-		withMin := append(slices.Clone(minimums), forcedSize{i, hs.st[i].j.Min})
+		withMin := append(slices.Clone(minimums), forcedSize{i, hs.jobs[i].Min})
 		if try(withMin, i) {
 			minimums = withMin
 		}
@@ -110,7 +110,8 @@ func (hs *hsState) unblock(s *Snapshot, cfg HeSRPTConfig, c capacity, pass func(
 // dropped, cheapest loss first (then by ID), until i fits at its size (a
 // running job's current one, else its minimum). It also returns what the
 // swap gains by objective before the greedy refills what is left; it is
-// nil when no such drop makes room, or when the swap gains nothing.
+// nil when no such drop makes room, or when the swap gains nothing. Job i
+// holds no GPUs in hs.st.
 func (hs *hsState) dropFor(s *Snapshot, cfg HeSRPTConfig, c *capacity, i int) ([]forcedSize, float64) {
 	st := hs.st
 	b := &st[i]
@@ -118,24 +119,29 @@ func (hs *hsState) dropFor(s *Snapshot, cfg HeSRPTConfig, c *capacity, i int) ([
 	gain := hs.worth(b, size, cfg) + hs.preemption(b, cfg)
 	// The victims come off a heap, cheapest loss first: few are dropped,
 	// and sorting them all cost more than the greedy at 10 000 jobs.
-	if hs.lossesAt != hs.version || hs.losses == nil {
+	if hs.losses == nil {
+		// Sized once for every trial of the allocation: growing them
+		// from nil copied them over and over at 100 000 jobs.
+		hs.losses, hs.victims = make([]victim, 0, len(st)), make([]victim, 0, len(st))
+		hs.others, hs.forced = make([]int, 0, len(st)), make([]forcedSize, 0, len(st))
+		hs.lossesAt = hs.version - 1
+	}
+	if hs.lossesAt != hs.version {
 		// What each job would lose, the same for every trial until one
-		// is kept.
+		// is kept, and ordered as a heap once: i holds no GPUs (no
+		// candidate does), so it is none of the victims, and each trial
+		// pops from a copy.
 		hs.losses, hs.lossesAt = hs.losses[:0], hs.version
 		for x := range st {
 			if a := &st[x]; a.n > 0 && a.floor == 0 {
 				hs.losses = append(hs.losses, victim{x, hs.worth(a, a.n, cfg) + hs.preemption(a, cfg)})
 			}
 		}
+		heap.Init(&victimHeap{jobs: hs.jobs, q: hs.losses})
 	}
-	vh := victimHeap{st: st, q: hs.victims[:0]}
+	vh := victimHeap{jobs: hs.jobs, q: hs.victims[:0]}
 	defer func() { hs.victims = vh.q[:0] }()
-	for _, v := range hs.losses {
-		if v.job != i {
-			vh.q = append(vh.q, v)
-		}
-	}
-	heap.Init(&vh)
+	vh.q = append(vh.q, hs.losses...)
 	dropped := map[int]bool{}
 	freed := 0
 	drop := func() {
@@ -168,7 +174,7 @@ func (hs *hsState) dropFor(s *Snapshot, cfg HeSRPTConfig, c *capacity, i int) ([
 			if c := cmp.Compare(st[y].k, st[x].k); c != 0 {
 				return c
 			}
-			return cmp.Compare(st[x].j.ID, st[y].j.ID)
+			return cmp.Compare(hs.jobs[x].ID, hs.jobs[y].ID)
 		})
 		// Repacking every job kept is dear: a few times at most.
 		packs := func() bool {
@@ -211,8 +217,8 @@ type victim struct {
 
 // victimHeap orders victims by loss, then job ID.
 type victimHeap struct {
-	q  []victim
-	st []hsJob
+	q    []victim
+	jobs []Job
 }
 
 func (h *victimHeap) Len() int { return len(h.q) }
@@ -221,7 +227,7 @@ func (h *victimHeap) Less(a, b int) bool {
 	if !nearlyEqual(x.loss, y.loss) {
 		return x.loss < y.loss
 	}
-	return h.st[x.job].j.ID < h.st[y.job].j.ID
+	return h.jobs[x.job].ID < h.jobs[y.job].ID
 }
 func (h *victimHeap) Swap(a, b int) { h.q[a], h.q[b] = h.q[b], h.q[a] }
 func (h *victimHeap) Push(x any)    { h.q = append(h.q, x.(victim)) }
@@ -234,10 +240,11 @@ func (h *victimHeap) Pop() any {
 // size is the size unblock gives a job it tries: a running job's current
 // one, else its minimum.
 func (hs *hsState) size(a *hsJob) int {
-	if a.workers >= a.j.Min && a.workers <= a.j.Max {
+	j := hs.job(a)
+	if a.workers >= j.Min && a.workers <= j.Max {
 		return a.workers
 	}
-	return a.j.Min
+	return j.Min
 }
 
 // candidate returns the job most worth a trial (by how much it could
@@ -257,14 +264,13 @@ func (hs *hsState) candidate(s *Snapshot, cfg HeSRPTConfig, c *capacity, tried m
 	if list.at != hs.version || list.jobs == nil {
 		list.jobs, list.at = hs.candidates(s, cfg, c, preempted, list.jobs[:0]), hs.version
 	}
-	st := hs.st
 	pick, gain := -1, 0.0
 	for _, x := range list.jobs {
 		if tried[x.job] {
 			continue
 		}
 		i, net := x.job, x.net
-		if tie := pick >= 0 && nearlyEqual(net, gain); pick < 0 || !tie && net > gain || tie && st[i].j.ID < st[pick].j.ID {
+		if tie := pick >= 0 && nearlyEqual(net, gain); pick < 0 || !tie && net > gain || tie && hs.jobs[i].ID < hs.jobs[pick].ID {
 			pick, gain = i, net
 		}
 	}
@@ -296,15 +302,7 @@ func (hs *hsState) candidates(s *Snapshot, cfg HeSRPTConfig, c *capacity, preemp
 			continue
 		}
 		if low < 0 {
-			low = math.Inf(1)
-			for x := range st {
-				if b := &st[x]; b.n > 0 && b.floor == 0 {
-					low = min(low, hs.marginal(b, cfg.Hysteresis))
-				}
-			}
-			if math.IsInf(low, 1) {
-				low = 0 // nothing granted that could make room
-			}
+			low = hs.lowest(cfg.Hysteresis)
 			e := newCapacity(s)
 			empty = &e
 		}
@@ -318,6 +316,27 @@ func (hs *hsState) candidates(s *Snapshot, cfg HeSRPTConfig, c *capacity, preemp
 		}
 	}
 	return out
+}
+
+// lowest is the least value per GPU, as the greedy ranks it, of the
+// last worker of any job granted GPUs that could give them up (0 when
+// none could): computed once per allocation kept, for both kinds of
+// candidates.
+func (hs *hsState) lowest(hysteresis float64) float64 {
+	if hs.lowAt == hs.version+1 {
+		return hs.low
+	}
+	low := math.Inf(1)
+	for x := range hs.st {
+		if b := &hs.st[x]; b.n > 0 && b.floor == 0 {
+			low = min(low, hs.marginal(b, hysteresis))
+		}
+	}
+	if math.IsInf(low, 1) {
+		low = 0 // nothing granted that could make room
+	}
+	hs.low, hs.lowAt = low, hs.version+1
+	return low
 }
 
 // marginal is the value per GPU, as the greedy ranks it, of the job's
@@ -360,7 +379,8 @@ func (hs *hsState) objective(cfg HeSRPTConfig) float64 {
 
 // worth is what n workers of the job are worth in objective.
 func (hs *hsState) worth(a *hsJob, n int, cfg HeSRPTConfig) float64 {
-	return a.w * float64(a.k) * (a.j.S(n) + cfg.Hysteresis*a.j.S(min(n, a.workers)))
+	j := hs.job(a)
+	return a.w * float64(a.k) * (j.S(n) + cfg.Hysteresis*j.S(min(n, a.workers)))
 }
 
 // preemption is the rate at which preempting a running job loses: the
@@ -371,15 +391,16 @@ func (hs *hsState) preemption(a *hsJob, cfg HeSRPTConfig) float64 {
 	if a.workers <= 0 {
 		return 0
 	}
-	sc := a.j.S(a.workers)
+	j := hs.job(a)
+	sc := j.S(a.workers)
 	if sc <= 0 {
 		return 0
 	}
 	hold := cfg.Horizon
-	if r := a.j.remaining(); !math.IsInf(r, 1) {
+	if r := j.remaining(); !math.IsInf(r, 1) {
 		hold = min(hold, r/sc)
 	}
-	rc := cfg.restartCost(a.j)
+	rc := cfg.restartCost(j)
 	hold = max(hold, rc, 1e-9)
 	return rc * a.w * float64(a.k) * sc / hold
 }
@@ -388,7 +409,7 @@ func (hs *hsState) preemption(a *hsJob, cfg HeSRPTConfig) float64 {
 // leaves the rest of its hull to the greedy, from the segment n lies in
 // (on a straight curve the hull may have no vertex at n).
 func (hs *hsState) force(a *hsJob, n int, c *capacity) {
-	if a.next != 1 || a.lo+1 >= a.hi || n < a.j.Min {
+	if a.next != 1 || a.lo+1 >= a.hi || n < hs.job(a).Min {
 		return // kept at a floor, or no size it can run at
 	}
 	k := int(a.k)

@@ -25,6 +25,9 @@ import (
 //     the job's model on packed placements, the best that form could
 //     learn;
 //   - AblateFixedShares: BatchTime's fixed shares alone, never learned.
+//
+// AblateCurve replaces, instead, the estimator's fit of an adapting job's
+// time per unit of work at its own batch (curveFit).
 
 // batchModel is the batch model an adapting job of model name and k GPUs
 // per worker gets: nil for the fixed shares.
@@ -101,4 +104,28 @@ func profiledSteps(a *adaptation, k, perNode, gpus int) []estimator.StepSample {
 		}
 	}
 	return out
+}
+
+// curveFit is the fit an adapting job's estimate starts from: the
+// estimator's, or with AblateCurve the profiles' time per unit of work (a
+// step at the job's own batch) at every worker count, on packed
+// placements, as if each had been measured.
+func (r *run) curveFit(ji *jobInfo, fit estimator.Fit) estimator.Fit {
+	if r.cfg.Ablation != AblateCurve {
+		return fit
+	}
+	a, k := ji.adapt, ji.spec.K()
+	key := curveKey{model: ji.Model, lo: a.lo, hi: a.hi, k: k, n: ji.spec.MaxWorkers}
+	if f, ok := r.exact[key]; ok {
+		return f
+	}
+	est := estimator.New()
+	for n := 1; n <= ji.spec.MaxWorkers; n++ {
+		if s := a.model.StepSeconds(sim.PackedShape(n*k, r.cfg.GPUsPerNode), a.lo); s > 0 && !math.IsInf(s, 1) {
+			est.Observe("exact", "exact", estimator.Observation{Workers: n, Seconds: s})
+		}
+	}
+	f := est.Estimate("exact", "exact")
+	r.exact[key] = f
+	return f
 }

@@ -208,7 +208,7 @@ func (r *run) learnAdaptive(id api.JobID, ji *jobInfo, t time.Time) error {
 		}
 		a.noise = b
 	}
-	fit := r.est.Estimate(ji.Name, ji.category)
+	fit := r.curveFit(ji, r.est.Estimate(ji.Name, ji.category))
 	a.best = fit.Adapt(*a.rng, a.gpusPW, ji.spec.MaxWorkers, a.noise)
 	rem := a.best.Remaining(a.leftAtInitial(ji.steps, done))
 	return r.engine.Step(scheduler.Progress{ID: id, Remaining: rem, Speedup: a.best.Speedup, Measured: fit.KnownAt})

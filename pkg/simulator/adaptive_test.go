@@ -182,7 +182,7 @@ func TestAdaptiveBatchAblations(t *testing.T) {
 		t.Fatal(err)
 	}
 	mean := simulator.Summarise(base).AvgJCT
-	for _, a := range []string{simulator.AblatePlacement, simulator.AblateBatch, simulator.AblateBatchTime, simulator.AblatePolluxFit, simulator.AblateFixedShares} {
+	for _, a := range []string{simulator.AblatePlacement, simulator.AblateBatch, simulator.AblateBatchTime, simulator.AblatePolluxFit, simulator.AblateFixedShares, simulator.AblateCurve} {
 		c := cfg
 		c.Ablation = a
 		res, err := simulator.Run(c, ws[0], cat)

@@ -56,7 +56,7 @@ type Config struct {
 	// batch, hands the estimate one part of what the profiles know, to
 	// measure what that part costs (docs/evaluation.md, "Where the
 	// estimate loses"): AblatePlacement, AblateBatch, AblateBatchTime,
-	// AblatePolluxFit or AblateFixedShares. Empty: none.
+	// AblatePolluxFit, AblateFixedShares or AblateCurve. Empty: none.
 	Ablation string
 	// Runtime is what runs the jobs: RuntimeHorovod (or empty), whose
 	// restart time the policies assume (HeSRPT's restart cost), or
@@ -112,6 +112,12 @@ const (
 	// AblateFixedShares replaces it by fixed shares of per-sample and
 	// per-step work (estimator.BatchTime), the model before it.
 	AblateFixedShares = "fixed-shares"
+	// AblateCurve gives the policies, and the batch choice, each job's
+	// true time per unit of work at its own batch at every worker count,
+	// on packed placements, in place of the estimator's fit (its speedup
+	// curve and its time at one worker); the batch model and the noise
+	// scale are still learned.
+	AblateCurve = "curve"
 )
 
 // The kinds of information policies get.
@@ -160,12 +166,12 @@ func (c Config) Validate() error {
 	}
 	switch c.Ablation {
 	case "":
-	case AblatePlacement, AblateBatch, AblateBatchTime, AblatePolluxFit, AblateFixedShares:
+	case AblatePlacement, AblateBatch, AblateBatchTime, AblatePolluxFit, AblateFixedShares, AblateCurve:
 		if c.Information != InfoEstimated {
 			errs = append(errs, fmt.Errorf("ablation %q needs estimated information", c.Ablation))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("ablation %q: want %s, %s, %s, %s or %s", c.Ablation, AblatePlacement, AblateBatch, AblateBatchTime, AblatePolluxFit, AblateFixedShares))
+		errs = append(errs, fmt.Errorf("ablation %q: want %s, %s, %s, %s, %s or %s", c.Ablation, AblatePlacement, AblateBatch, AblateBatchTime, AblatePolluxFit, AblateFixedShares, AblateCurve))
 	}
 	return errors.Join(errs...)
 }
@@ -247,6 +253,9 @@ type run struct {
 	// per worker; steps the learned batch models.
 	fits  map[curveKey]estimator.StepModel
 	steps estimator.StepModels
+	// exact are AblateCurve's fits, by model, batch range, GPUs per
+	// worker and most workers.
+	exact map[curveKey]estimator.Fit
 }
 
 // Check reports, without running it, what would stop a run of w under
@@ -262,7 +271,7 @@ func Check(cfg Config, w Workload, cat Catalog) error {
 
 func newRun(cfg Config, w Workload, cat Catalog) (*run, error) {
 	r := &run{cfg: cfg, w: w, clock: &virtualClock{t: epoch}, cluster: sim.New(cfg.RestartDelay),
-		fits: map[curveKey]estimator.StepModel{}, info: map[api.JobID]*jobInfo{}, live: map[api.JobID]*jobInfo{}, finish: map[api.JobID]float64{}, curves: map[curveKey][]float64{}}
+		fits: map[curveKey]estimator.StepModel{}, exact: map[curveKey]estimator.Fit{}, info: map[api.JobID]*jobInfo{}, live: map[api.JobID]*jobInfo{}, finish: map[api.JobID]float64{}, curves: map[curveKey][]float64{}}
 	ecfg := scheduler.DefaultConfig("sim", r.clock)
 	ecfg.Policy, ecfg.RateLimit = cfg.Policy, cfg.RateLimit
 	ecfg.Algorithm.Tiresias = cfg.Tiresias
@@ -529,6 +538,7 @@ func (r *run) arrive(t time.Time) error {
 			fit := r.est.Estimate(j.Name, ji.category)
 			ev.Remaining, ev.Speedup, ev.Measured = fit.Remaining(ji.steps), speedupOf(fit), fit.KnownAt
 			if a := ji.adapt; a != nil {
+				fit = r.curveFit(ji, fit)
 				a.best = fit.Adapt(*a.rng, a.gpusPW, ji.spec.MaxWorkers, a.noise)
 				ev.Remaining, ev.Speedup = a.best.Remaining(a.leftAtInitial(ji.steps, 0)), a.best.Speedup
 			}

@@ -79,13 +79,27 @@ type packer struct {
 	free    []int
 	b       *buckets
 	content [][]jobCount // per node
+	// slab holds the first few entries of each node's content: a slice
+	// per node filled allocated tens of thousands a round at 100 000 jobs.
+	slab []jobCount
 }
+
+// slabbed is the room each node's content starts with in the slab.
+const slabbed = 4
 
 // put lays n workers of the job (by index into state.jobs) on node, which
 // must hold them.
 func (p *packer) put(job, node, n int, k int) {
 	p.b.take(node, p.free[node], n*k)
 	p.free[node] -= n * k
+	if p.content[node] == nil {
+		if cap(p.slab)-len(p.slab) < slabbed {
+			p.slab = make([]jobCount, 0, 256*slabbed)
+		}
+		at := len(p.slab)
+		p.slab = p.slab[:at+slabbed]
+		p.content[node] = p.slab[at : at : at+slabbed]
+	}
 	p.content[node] = append(p.content[node], jobCount{job: job, n: n})
 }
 
@@ -149,9 +163,20 @@ func (s *state) layOut(rows []vnode) error {
 	if err != nil {
 		return fmt.Errorf("match the packed layout to the nodes: %w", err)
 	}
+	// Most jobs lie on one node or two: their counts start in a shared
+	// slab rather than in a slice each.
+	var slab []nodeCount
 	for r, row := range rows {
 		for _, c := range row.jobs {
 			j := s.jobs[c.job]
+			if j.final == nil {
+				if cap(slab)-len(slab) < 2 {
+					slab = make([]nodeCount, 0, 1024)
+				}
+				at := len(slab)
+				slab = slab[:at+2]
+				j.final = slab[at : at : at+2]
+			}
 			j.final = append(j.final, nodeCount{node: target[r], n: c.n})
 		}
 	}

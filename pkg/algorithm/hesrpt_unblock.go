@@ -116,7 +116,7 @@ func (hs *hsState) dropFor(s *Snapshot, cfg HeSRPTConfig, c *capacity, i int) ([
 	st := hs.st
 	b := &st[i]
 	size := hs.size(b)
-	gain := hs.worth(b, size, cfg) + hs.preemption(b, cfg)
+	gain := hs.stake(b, size, cfg)
 	// The victims come off a heap, cheapest loss first: few are dropped,
 	// and sorting them all cost more than the greedy at 10 000 jobs.
 	if hs.losses == nil {
@@ -134,7 +134,7 @@ func (hs *hsState) dropFor(s *Snapshot, cfg HeSRPTConfig, c *capacity, i int) ([
 		hs.losses, hs.lossesAt = hs.losses[:0], hs.version
 		for x := range st {
 			if a := &st[x]; a.n > 0 && a.floor == 0 {
-				hs.losses = append(hs.losses, victim{x, hs.worth(a, a.n, cfg) + hs.preemption(a, cfg)})
+				hs.losses = append(hs.losses, victim{x, hs.stake(a, a.n, cfg)})
 			}
 		}
 		heap.Init(&victimHeap{jobs: hs.jobs, q: hs.losses})
@@ -310,7 +310,7 @@ func (hs *hsState) candidates(s *Snapshot, cfg HeSRPTConfig, c *capacity, preemp
 		if !empty.fits(k, m) {
 			continue // never fits: nothing to unblock
 		}
-		net := hs.worth(a, m, cfg) + hs.preemption(a, cfg) - float64(m*k-c.free)*low
+		net := hs.stake(a, m, cfg) - float64(m*k-c.free)*low
 		if net > 0 {
 			out = append(out, scoredJob{i, net})
 		}
@@ -380,7 +380,28 @@ func (hs *hsState) objective(cfg HeSRPTConfig) float64 {
 // worth is what n workers of the job are worth in objective.
 func (hs *hsState) worth(a *hsJob, n int, cfg HeSRPTConfig) float64 {
 	j := hs.job(a)
-	return a.w * float64(a.k) * (j.S(n) + cfg.Hysteresis*j.S(min(n, a.workers)))
+	s := j.S(n)
+	low := s // S(min(n, workers))
+	if a.workers < n {
+		low = j.S(a.workers)
+	}
+	return a.w * float64(a.k) * (s + cfg.Hysteresis*low)
+}
+
+// stake is worth(a, n) + preemption(a), reading the speedup at each size
+// once: at 100 000 jobs unblock weighs every job granted GPUs this way.
+func (hs *hsState) stake(a *hsJob, n int, cfg HeSRPTConfig) float64 {
+	j := hs.job(a)
+	s := j.S(n)
+	cur := s // S(workers)
+	if a.workers != n {
+		cur = j.S(a.workers)
+	}
+	low := s // S(min(n, workers))
+	if a.workers < n {
+		low = cur
+	}
+	return a.w*float64(a.k)*(s+cfg.Hysteresis*low) + hs.preemptionAt(a, cfg, cur)
 }
 
 // preemption is the rate at which preempting a running job loses: the
@@ -391,8 +412,16 @@ func (hs *hsState) preemption(a *hsJob, cfg HeSRPTConfig) float64 {
 	if a.workers <= 0 {
 		return 0
 	}
+	return hs.preemptionAt(a, cfg, hs.job(a).S(a.workers))
+}
+
+// preemptionAt is preemption, sc being the job's speedup at its current
+// size.
+func (hs *hsState) preemptionAt(a *hsJob, cfg HeSRPTConfig, sc float64) float64 {
+	if a.workers <= 0 {
+		return 0
+	}
 	j := hs.job(a)
-	sc := j.S(a.workers)
 	if sc <= 0 {
 		return 0
 	}

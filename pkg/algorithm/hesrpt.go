@@ -142,9 +142,9 @@ type hsState struct {
 	victims []victim
 	others  []int
 	forced  []forcedSize
-	// version counts the allocations unblock keeps; losses (dropFor's)
-	// and cands (candidate's, for waiting and for preempted jobs) hold for
-	// the version they were computed at.
+	// version counts the allocations unblock keeps; losses (dropFor's,
+	// ordered as a heap) and cands (candidate's, for waiting and for
+	// preempted jobs) hold for the version they were computed at.
 	version  int
 	losses   []victim
 	lossesAt int

@@ -120,8 +120,8 @@ func (hs *hsState) dropFor(s *Snapshot, cfg HeSRPTConfig, c *capacity, i int) ([
 	// The victims come off a heap, cheapest loss first: few are dropped,
 	// and sorting them all cost more than the greedy at 10 000 jobs.
 	if hs.losses == nil {
-		// Sized once for every trial of the allocation: growing them
-		// from nil copied them over and over at 100 000 jobs.
+		// Sized once per run of the policy, for all its trials: grown
+		// from nil they were copied over and over at 100 000 jobs.
 		hs.losses, hs.victims = make([]victim, 0, len(st)), make([]victim, 0, len(st))
 		hs.others, hs.forced = make([]int, 0, len(st)), make([]forcedSize, 0, len(st))
 		hs.lossesAt = hs.version - 1

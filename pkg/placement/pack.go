@@ -37,7 +37,7 @@ func (s *state) pack(strict bool) ([]vnode, error) {
 		}
 	}
 	slices.SortFunc(order, func(a, b int) int { return bySizeDesc(s.jobs[a], s.jobs[b]) })
-	p := packer{free: slices.Clone(s.free), content: make([][]jobCount, len(s.free))}
+	p := packer{free: slices.Clone(s.free), content: make([][]jobCount, len(s.free)), chunk: min(len(order), 256)}
 	p.b = newBuckets(p.free)
 	rest := order[:0:0]
 	if strict {
@@ -81,7 +81,10 @@ type packer struct {
 	content [][]jobCount // per node
 	// slab holds the first few entries of each node's content: a slice
 	// per node filled allocated tens of thousands a round at 100 000 jobs.
-	slab []jobCount
+	// It comes in chunks of room for chunk nodes, as many as jobs to
+	// place, up to 256.
+	slab  []jobCount
+	chunk int
 }
 
 // slabbed is the room each node's content starts with in the slab.
@@ -94,7 +97,7 @@ func (p *packer) put(job, node, n int, k int) {
 	p.free[node] -= n * k
 	if p.content[node] == nil {
 		if cap(p.slab)-len(p.slab) < slabbed {
-			p.slab = make([]jobCount, 0, 256*slabbed)
+			p.slab = make([]jobCount, 0, slabbed*max(p.chunk, 1))
 		}
 		at := len(p.slab)
 		p.slab = p.slab[:at+slabbed]
@@ -164,14 +167,18 @@ func (s *state) layOut(rows []vnode) error {
 		return fmt.Errorf("match the packed layout to the nodes: %w", err)
 	}
 	// Most jobs lie on one node or two: their counts start in a shared
-	// slab rather than in a slice each.
+	// slab rather than in a slice each, room for two a job.
+	entries := 0
+	for _, row := range rows {
+		entries += len(row.jobs)
+	}
 	var slab []nodeCount
 	for r, row := range rows {
 		for _, c := range row.jobs {
 			j := s.jobs[c.job]
 			if j.final == nil {
 				if cap(slab)-len(slab) < 2 {
-					slab = make([]nodeCount, 0, 1024)
+					slab = make([]nodeCount, 0, 2*min(entries, 512))
 				}
 				at := len(slab)
 				slab = slab[:at+2]

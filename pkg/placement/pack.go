@@ -90,18 +90,26 @@ type packer struct {
 // slabbed is the room each node's content starts with in the slab.
 const slabbed = 4
 
+// carve returns an empty slice with room for n elements, cut from *slab,
+// which gets a new chunk of room for chunk such slices when too little is
+// left: many small slices in few allocations. A carved slice cannot grow
+// into its neighbours' room; appending past n moves it out.
+func carve[T any](slab *[]T, n, chunk int) []T {
+	if cap(*slab)-len(*slab) < n {
+		*slab = make([]T, 0, n*max(chunk, 1))
+	}
+	at := len(*slab)
+	*slab = (*slab)[:at+n]
+	return (*slab)[at : at : at+n]
+}
+
 // put lays n workers of the job (by index into state.jobs) on node, which
 // must hold them.
 func (p *packer) put(job, node, n int, k int) {
 	p.b.take(node, p.free[node], n*k)
 	p.free[node] -= n * k
 	if p.content[node] == nil {
-		if cap(p.slab)-len(p.slab) < slabbed {
-			p.slab = make([]jobCount, 0, slabbed*max(p.chunk, 1))
-		}
-		at := len(p.slab)
-		p.slab = p.slab[:at+slabbed]
-		p.content[node] = p.slab[at : at : at+slabbed]
+		p.content[node] = carve(&p.slab, slabbed, p.chunk)
 	}
 	p.content[node] = append(p.content[node], jobCount{job: job, n: n})
 }
@@ -177,12 +185,7 @@ func (s *state) layOut(rows []vnode) error {
 		for _, c := range row.jobs {
 			j := s.jobs[c.job]
 			if j.final == nil {
-				if cap(slab)-len(slab) < 2 {
-					slab = make([]nodeCount, 0, 2*min(entries, 512))
-				}
-				at := len(slab)
-				slab = slab[:at+2]
-				j.final = slab[at : at : at+2]
+				j.final = carve(&slab, 2, min(entries, 512))
 			}
 			j.final = append(j.final, nodeCount{node: target[r], n: c.n})
 		}

@@ -143,15 +143,15 @@ type hsState struct {
 	others  []int
 	forced  []forcedSize
 	// version counts the allocations unblock keeps; losses (dropFor's,
-	// ordered as a heap) and cands (candidate's, for waiting and for
-	// preempted jobs) hold for the version they were computed at.
+	// ordered as a heap) and low (lowest's) hold for version lossesAt−1
+	// and lowAt−1 (0: never computed), cands (candidate's, for waiting and
+	// for preempted jobs) for the version they were computed at.
 	version  int
 	losses   []victim
 	lossesAt int
 	cands    [2]candidateList
-	// low is lowest's answer for version lowAt−1.
-	low   float64
-	lowAt int
+	low      float64
+	lowAt    int
 }
 
 // job is a's job in the snapshot.

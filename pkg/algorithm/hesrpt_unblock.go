@@ -124,14 +124,13 @@ func (hs *hsState) dropFor(s *Snapshot, cfg HeSRPTConfig, c *capacity, i int) ([
 		// from nil they were copied over and over at 100 000 jobs.
 		hs.losses, hs.victims = make([]victim, 0, len(st)), make([]victim, 0, len(st))
 		hs.others, hs.forced = make([]int, 0, len(st)), make([]forcedSize, 0, len(st))
-		hs.lossesAt = hs.version - 1
 	}
-	if hs.lossesAt != hs.version {
+	if hs.lossesAt != hs.version+1 {
 		// What each job would lose, the same for every trial until one
 		// is kept, and ordered as a heap once: i holds no GPUs (no
 		// candidate does), so it is none of the victims, and each trial
 		// pops from a copy.
-		hs.losses, hs.lossesAt = hs.losses[:0], hs.version
+		hs.losses, hs.lossesAt = hs.losses[:0], hs.version+1
 		for x := range st {
 			if a := &st[x]; a.n > 0 && a.floor == 0 {
 				hs.losses = append(hs.losses, victim{x, hs.stake(a, a.n, cfg)})

@@ -153,6 +153,17 @@ func FitStepModel(samples []StepSample, perGPUMax int) StepModel {
 	if len(samples) == 0 {
 		return StepModel{}
 	}
+	m := StepModel{p: startOf(samples), perGPUMax: perGPUMax, ok: true}
+	for range 2 {
+		m = m.refit(samples, fitIterations)
+	}
+	return m
+}
+
+// startOf is where a fit to samples, all usable, starts: every α at a
+// tenth of the fastest step, βg at the largest time per sample seen, the
+// other β at a hundredth of the fastest step and γ = 2.
+func startOf(samples []StepSample) [7]float64 {
 	fast, slow := samples[0], samples[0]
 	for _, x := range samples {
 		if x.Seconds < fast.Seconds {
@@ -163,11 +174,7 @@ func FitStepModel(samples []StepSample, perGPUMax int) StepModel {
 		}
 	}
 	a, b := math.Log(fast.Seconds/10), math.Log(fast.Seconds/100)
-	m := StepModel{p: [7]float64{a, math.Log(slow.Seconds / float64(slow.Batch)), a, b, a, b, 0}, perGPUMax: perGPUMax, ok: true}
-	for range 2 {
-		m = m.refit(samples, fitIterations)
-	}
-	return m
+	return [7]float64{a, math.Log(slow.Seconds / float64(slow.Batch)), a, b, a, b, 0}
 }
 
 // fitIterations is how many steps of the simplex one fit takes.
@@ -433,8 +440,8 @@ func (c *stepCategory) samples() []StepSample {
 }
 
 // update refits the category's model when it has more distinct points
-// than the model was fitted to, and at least MinStepPoints: from scratch
-// the first time, else from the last model.
+// than the model was fitted to, and at least MinStepPoints (see
+// StepFit.Run).
 func (c *stepCategory) update() {
 	if f, ok := c.due(); ok {
 		f.Run()
@@ -474,14 +481,24 @@ func (c *stepCategory) due() (StepFit, bool) {
 	return StepFit{samples: samples, from: c.model, perGPUMax: c.perGPUMax}, true
 }
 
-// Run fits the model: from scratch the category's first time, else from
-// its last model. It touches nothing of the StepModels.
+// Run fits the model: from scratch the category's first time; after that,
+// from its last model and from scratch alike, keeping the fit with the
+// smaller loss. A first fit to a few points is one of many that fit them
+// exactly, some of them degenerate, and a simplex started only from there
+// could stay in that hollow however many points came later (on the
+// Pollux traces, YOLOv3's steps at eight times its batch were taken to
+// cost the same as at its own). It touches nothing of the StepModels.
 func (f *StepFit) Run() {
 	if !f.from.Known() {
 		f.model = FitStepModel(f.samples, f.perGPUMax)
 		return
 	}
-	f.model = f.from.refit(f.samples, refitIterations)
+	warm := f.from.refit(f.samples, refitIterations)
+	fresh := StepModel{p: startOf(f.samples), perGPUMax: f.perGPUMax, ok: true}.refit(f.samples, refitIterations)
+	f.model = warm
+	if fresh.loss(f.samples) < warm.loss(f.samples) {
+		f.model = fresh
+	}
 }
 
 // Install makes a refit that ran the category's model, unless one over

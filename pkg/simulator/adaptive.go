@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -67,6 +68,13 @@ type adaptation struct {
 	oracleBatch bool
 	// steps names the job's category in the learned batch models.
 	steps string
+	// reports sums, per worker count and batch, the job's time per unit
+	// of work at the batch in force (a step's time over its share of a
+	// step at the initial batch) and how many reports gave it: brought
+	// back to the initial batch by the batch model in force at each
+	// estimate, as the controller brings back the epoch times it keeps in
+	// the job's status.
+	reports map[[2]int][2]float64
 }
 
 // adaptiveOf returns the adaptation of a job that adapts its batch, nil for
@@ -186,10 +194,11 @@ func segments(m AdaptiveModel, shape []int, batch int, done float64) []sim.Segme
 // learnAdaptive is estimate's part for a job that adapts its batch, with
 // estimated information, as the controller learns it (pkg/cluster/kube):
 // a productive job reports its time per unit of work at its batch in
-// force, brought back to the work's batch by the batch model (its
-// category's learned step model, ablation.go), and the noise scale it
-// measures there, each
-// report weighing as much as all earlier ones; the policies get the
+// force, and every report so far is brought back to the work's batch by
+// the batch model of the moment (its category's learned step model,
+// ablation.go), as the controller brings back the epoch times the job's
+// status keeps; it also reports the noise scale it measures there, each
+// report weighing as much as all earlier ones. The policies get the
 // goodput curve of the estimate, which also chooses the batch of the
 // job's next start or resize.
 func (r *run) learnAdaptive(id api.JobID, ji *jobInfo, t time.Time) error {
@@ -200,13 +209,25 @@ func (r *run) learnAdaptive(id api.JobID, ji *jobInfo, t time.Time) error {
 	if r.cluster.Productive(id, t) && a.batch > 0 {
 		n, _ := r.cluster.Workers(id)
 		r.learnSteps(a, n, r.cluster.StepSeconds(id))
-		perUnit := r.cluster.StepSeconds(id) * float64(m0) / float64(a.batch) / a.rng.TimeAt(n, a.batch)
-		r.est.Observe(ji.Name, ji.category, estimator.Observation{Workers: n, Seconds: perUnit})
+		if a.reports == nil {
+			a.reports = map[[2]int][2]float64{}
+		}
+		key := [2]int{n, a.batch}
+		acc := a.reports[key]
+		a.reports[key] = [2]float64{acc[0] + r.cluster.StepSeconds(id)*float64(m0)/float64(a.batch), acc[1] + 1}
 		b := a.model.NoiseScale(e, a.batch)
 		if a.noise >= 0 {
 			b = (a.noise + b) / 2
 		}
 		a.noise = b
+	}
+	if len(a.reports) > 0 {
+		obs := make([]estimator.Observation, 0, len(a.reports))
+		for _, key := range slices.SortedFunc(maps.Keys(a.reports), func(x, y [2]int) int { return cmp.Or(x[0]-y[0], x[1]-y[1]) }) {
+			acc := a.reports[key]
+			obs = append(obs, estimator.Observation{Workers: key[0], Seconds: acc[0] / acc[1] / a.rng.TimeAt(key[0], key[1]), Weight: acc[1]})
+		}
+		r.est.Replace(ji.Name, ji.category, obs)
 	}
 	fit := r.curveFit(ji, r.est.Estimate(ji.Name, ji.category))
 	a.best = fit.Adapt(*a.rng, a.gpusPW, ji.spec.MaxWorkers, a.noise)

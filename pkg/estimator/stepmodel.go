@@ -144,10 +144,9 @@ func (m StepModel) loss(samples []StepSample) float64 {
 
 // FitStepModel fits the model to samples (those without a positive time
 // are left out), micro-steps holding at most perGPUMax samples per GPU (0:
-// no limit). It starts from every α at a tenth of the fastest step, βg at
-// the largest time per sample seen, the other β at a hundredth of the
-// fastest step and γ = 2, and runs the simplex twice, the second from the
-// first's result. Without a sample it returns the zero model.
+// no limit). It starts from startOf and runs the simplex twice, the
+// second from the first's result. Without a sample it returns the zero
+// model.
 func FitStepModel(samples []StepSample, perGPUMax int) StepModel {
 	samples = usable(samples)
 	if len(samples) == 0 {

@@ -157,6 +157,10 @@ type Controller struct {
 	// workersSeen is what each running job's reconciler last saw of its
 	// workers, for the status; guarded by estMu too.
 	workersSeen map[api.JobID]seen
+	// hostsChecked holds the running MPIJobs whose discover_hosts.sh was
+	// found current since their workers last changed (hosts.go); guarded
+	// by estMu too.
+	hostsChecked map[api.JobID]bool
 	// batches holds what the controller keeps of each job that lets it
 	// choose its batch size; guarded by estMu too.
 	batches map[api.JobID]*batchState
@@ -253,6 +257,8 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		steps:       estimator.StepModels{Deferred: true},
 		workersSeen: map[api.JobID]seen{},
 		installed:   map[string]bool{},
+
+		hostsChecked: map[api.JobID]bool{},
 	}, nil
 }
 

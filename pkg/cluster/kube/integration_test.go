@@ -41,6 +41,7 @@ func TestIntegrationController(t *testing.T) {
 	// deletes a deleted job's pods.
 	t.Run("ElasticFIFO", func(t *testing.T) { testElasticFIFO(t, k) })
 	t.Run("Restart", func(t *testing.T) { testRestart(t, k) })
+	t.Run("HostList", func(t *testing.T) { testHostList(t, k) })
 	t.Run("KilledRepeatedly", func(t *testing.T) { testKilledRepeatedly(t, k) })
 	t.Run("LeaderElection", func(t *testing.T) { testLeaderElection(t, k) })
 	t.Run("RuntimeSettings", func(t *testing.T) { testRuntimeSettings(t, k) })
@@ -89,12 +90,16 @@ func testRBACMinimal(t *testing.T, k *cluster) {
 		t.Fatalf("list nodes, which the controller needs: %v", err)
 	}
 	forbidden := map[string]error{
-		"delete a node":              c.Delete(ctx, &nodes.Items[0]),
-		"label a node":               c.Patch(ctx, &nodes.Items[0], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`))),
-		"list secrets":               c.List(ctx, &corev1.SecretList{}),
-		"create a pod":               c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "x"}}}}),
-		"update a job's spec":        c.Update(ctx, newJob("default", "x", "t", 1, 1)),
-		"read a ConfigMap elsewhere": c.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: "extension-apiserver-authentication"}, &corev1.ConfigMap{}),
+		"delete a node":       c.Delete(ctx, &nodes.Items[0]),
+		"label a node":        c.Patch(ctx, &nodes.Items[0], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`))),
+		"list secrets":        c.List(ctx, &corev1.SecretList{}),
+		"create a pod":        c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "x"}}}}),
+		"update a job's spec": c.Update(ctx, newJob("default", "x", "t", 1, 1)),
+		// It reads and updates an MPIJob's ConfigMap by name (its host
+		// list, hosts.go), nothing more.
+		"list ConfigMaps elsewhere":    c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("kube-system")),
+		"create a ConfigMap elsewhere": c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}}),
+		"delete a ConfigMap elsewhere": c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}}),
 		// Only a release with a gang scheduler may make PodGroups.
 		"create a PodGroup": c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",

@@ -549,11 +549,16 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 	present := make([]bool, n)
 	var waiting []*corev1.Pod
 	running := 0 // workers running on their node
+	leaving := 0 // workers beyond n or being deleted
 	why := map[int]string{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		idx, ok := workerIndex(tj.Name, p.Name)
-		if !ok || idx >= int(n) || p.DeletionTimestamp != nil {
+		if !ok {
+			continue
+		}
+		if idx >= int(n) || p.DeletionTimestamp != nil {
+			leaving++
 			continue
 		}
 		present[idx] = true
@@ -590,6 +595,9 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 	}
 	if len(waiting) == 0 && !slices.Contains(present, false) && running == int(n) {
 		c.runningAgain(id, api.GPUType(tj.CurrentGPUType()), true)
+		if rt.hostList && leaving == 0 {
+			return c.keepHostsCurrent(ctx, tj, n)
+		}
 		return 0, nil
 	}
 	noPod := 0

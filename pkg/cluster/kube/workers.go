@@ -24,7 +24,11 @@ func (c *Controller) sawWorkers(id api.JobID, s seen) bool {
 	defer c.estMu.Unlock()
 	old, ok := c.workersSeen[id]
 	c.workersSeen[id] = s
-	return !ok || old != s
+	if !ok || old != s {
+		c.forgetHosts(id)
+		return true
+	}
+	return false
 }
 
 // forgetWorkers drops what was seen of a job's workers: after an action
@@ -33,6 +37,7 @@ func (c *Controller) forgetWorkers(id api.JobID) {
 	c.estMu.Lock()
 	defer c.estMu.Unlock()
 	delete(c.workersSeen, id)
+	c.forgetHosts(id)
 }
 
 // showWorkers completes a status with what is known of the workers: the

@@ -1,0 +1,111 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vodascheduler/voda/pkg/api"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
+)
+
+// Elastic Horovod learns its hosts by running /etc/mpi/discover_hosts.sh,
+// which mpi-operator writes into the MPIJob's ConfigMap <job>-config: one
+// line per worker pod that is Running, sorted by pod name. mpi-operator
+// rewrites it when its workqueue gets to the MPIJob, and (v0.6.0 and
+// v0.7.0) it adds every event of the MPIJob's pods to that queue with a
+// per-job exponential backoff: 5 ms, doubled for each event or failed sync
+// since the job's last successful sync, up to 1 000 s. A burst of pod events
+// with a failed sync among them (a conflict writing the MPIJob's status is
+// common) leaves the events that follow waiting minutes, and the job trains
+// on part of the workers it holds meanwhile. So once the controller sees all
+// of a job's workers run, and only them, it checks the script and writes
+// what mpi-operator would write if it is behind. Both write the same
+// content, so they never fight: each finds the other's version current.
+
+const (
+	// discoverHostsKey is the script's key in the ConfigMap.
+	discoverHostsKey = "discover_hosts.sh"
+	// hostsRecheck is when a job whose script the controller rewrote is
+	// checked again: mpi-operator, reading stale pods from its cache,
+	// may write an older list over it once.
+	hostsRecheck = 5 * time.Second
+)
+
+// discoverHosts is the script listing workers 0 … n-1 of the MPIJob job in
+// namespace ns, as mpi-operator writes it for its Running worker pods
+// (workers behind the job's Service <job>; Voda never sets
+// runLauncherAsWorker, which would add the launcher).
+func discoverHosts(job, ns string, n int32) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-worker-%d", job, i)
+	}
+	slices.Sort(names) // by name, as mpi-operator does: worker-10 before worker-2
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n")
+	for _, p := range names {
+		fmt.Fprintf(&b, "echo %s.%s.%s.svc\n", p, job, ns)
+	}
+	return b.String()
+}
+
+// keepHostsCurrent makes the discover_hosts.sh of tj's MPIJob list its n
+// workers, which all run, and reports when to look again (0: it is
+// current and recorded so, until the job's workers change).
+func (c *Controller) keepHostsCurrent(ctx context.Context, tj *v1alpha1.TrainingJob, n int32) (time.Duration, error) {
+	id := jobID(types.NamespacedName{Namespace: tj.Namespace, Name: tj.Name})
+	c.estMu.Lock()
+	checked := c.hostsChecked[id]
+	c.estMu.Unlock()
+	if checked {
+		return 0, nil
+	}
+	want := discoverHosts(tj.Name, tj.Namespace, n)
+	var cm corev1.ConfigMap
+	key := types.NamespacedName{Namespace: tj.Namespace, Name: tj.Name + "-config"}
+	switch err := c.reader.Get(ctx, key, &cm); {
+	case apierrors.IsNotFound(err):
+		// mpi-operator creates it before the workers; not yet seen here.
+		return hostsRecheck, nil
+	case err != nil:
+		return 0, fmt.Errorf("read the host list of %s/%s: %w", tj.Namespace, tj.Name, err)
+	}
+	if ref := metav1.GetControllerOf(&cm); ref == nil || ref.Kind != MPIJobGVK.Kind || ref.Name != tj.Name {
+		// Not mpi-operator's ConfigMap for this job: never Voda's to write.
+		return 0, nil
+	}
+	if cm.Data[discoverHostsKey] == want {
+		c.estMu.Lock()
+		c.hostsChecked[id] = true
+		c.estMu.Unlock()
+		return 0, nil
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[discoverHostsKey] = want
+	// An update, not a patch: it fails if mpi-operator wrote in between,
+	// and the next look reads what it wrote.
+	switch err := c.client.Update(ctx, &cm); {
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		return time.Second, nil
+	case err != nil:
+		return 0, fmt.Errorf("write the host list of %s/%s: %w", tj.Namespace, tj.Name, err)
+	}
+	c.log.V(1).Info("wrote the host list mpi-operator had not", "job", id, "workers", n)
+	return hostsRecheck, nil
+}
+
+// forgetHosts drops the record that a job's host list is current: its
+// workers changed. The caller holds estMu.
+func (c *Controller) forgetHosts(id api.JobID) {
+	delete(c.hostsChecked, id)
+}

@@ -158,9 +158,12 @@ type Controller struct {
 	// workers, for the status; guarded by estMu too.
 	workersSeen map[api.JobID]seen
 	// hostsChecked holds the running MPIJobs whose discover_hosts.sh was
-	// found current since their workers last changed (hosts.go); guarded
+	// found current since their workers last changed (lag.go); guarded
 	// by estMu too.
 	hostsChecked map[api.JobID]bool
+	// surplusSince holds when workers beyond a running MPIJob's replicas
+	// were first seen (lag.go); guarded by estMu too.
+	surplusSince map[api.JobID]time.Time
 	// batches holds what the controller keeps of each job that lets it
 	// choose its batch size; guarded by estMu too.
 	batches map[api.JobID]*batchState
@@ -259,6 +262,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		installed:   map[string]bool{},
 
 		hostsChecked: map[api.JobID]bool{},
+		surplusSince: map[api.JobID]time.Time{},
 	}, nil
 }
 

@@ -41,7 +41,7 @@ func TestIntegrationController(t *testing.T) {
 	// deletes a deleted job's pods.
 	t.Run("ElasticFIFO", func(t *testing.T) { testElasticFIFO(t, k) })
 	t.Run("Restart", func(t *testing.T) { testRestart(t, k) })
-	t.Run("HostList", func(t *testing.T) { testHostList(t, k) })
+	t.Run("MPIOperatorLag", func(t *testing.T) { testMPIOperatorLag(t, k) })
 	t.Run("KilledRepeatedly", func(t *testing.T) { testKilledRepeatedly(t, k) })
 	t.Run("LeaderElection", func(t *testing.T) { testLeaderElection(t, k) })
 	t.Run("RuntimeSettings", func(t *testing.T) { testRuntimeSettings(t, k) })

@@ -548,8 +548,9 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 
 	present := make([]bool, n)
 	var waiting []*corev1.Pod
-	running := 0 // workers running on their node
-	leaving := 0 // workers beyond n or being deleted
+	running := 0              // workers running on their node
+	leaving := 0              // workers beyond n or being deleted
+	var surplus []*corev1.Pod // workers beyond n, not being deleted
 	why := map[int]string{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -559,6 +560,9 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 		}
 		if idx >= int(n) || p.DeletionTimestamp != nil {
 			leaving++
+			if p.DeletionTimestamp == nil {
+				surplus = append(surplus, p)
+			}
 			continue
 		}
 		present[idx] = true
@@ -595,7 +599,11 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 	}
 	if len(waiting) == 0 && !slices.Contains(present, false) && running == int(n) {
 		c.runningAgain(id, api.GPUType(tj.CurrentGPUType()), true)
-		if rt.hostList && leaving == 0 {
+		switch {
+		case !rt.lags:
+		case len(surplus) > 0 && child != nil && rt.read(child).replicas == n:
+			return c.removeSurplus(ctx, id, surplus)
+		case leaving == 0:
 			return c.keepHostsCurrent(ctx, tj, n)
 		}
 		return 0, nil

@@ -35,10 +35,11 @@ type workload struct {
 	// when it goes, so worker 0 is never replaced under running peers —
 	// the whole job restarts instead (Controller.rendezvousLost).
 	storeOnWorker0 bool
-	// hostList says the operator lists the running workers in a script
-	// the job reads (mpi-operator's discover_hosts.sh), which the
-	// controller keeps current (hosts.go).
-	hostList bool
+	// lags says the operator may leave a job's events unhandled for
+	// minutes (mpi-operator's per-job backoff), so the controller does
+	// two of its chores when it falls behind: the host list the job
+	// reads and the removal of workers beyond the replicas (lag.go).
+	lags bool
 	// build returns the child running tj with the given workers, each
 	// holding the job's units of res.
 	build func(tj *v1alpha1.TrainingJob, workers int32, g Gang, res corev1.ResourceName, env []corev1.EnvVar) (*unstructured.Unstructured, error)
@@ -49,7 +50,7 @@ type workload struct {
 var PyTorchJobGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"}
 
 var (
-	mpiRuntime = &workload{kind: "MPIJob", gvk: MPIJobGVK, others: 1, hostList: true,
+	mpiRuntime = &workload{kind: "MPIJob", gvk: MPIJobGVK, others: 1, lags: true,
 		replicas: []string{"spec", "mpiReplicaSpecs", "Worker", "replicas"},
 		build:    buildMPIJob}
 	pytorchRuntime = &workload{kind: "PyTorchJob", gvk: PyTorchJobGVK, storeOnWorker0: true,

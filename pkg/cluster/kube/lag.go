@@ -11,24 +11,35 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 )
 
-// Elastic Horovod learns its hosts by running /etc/mpi/discover_hosts.sh,
-// which mpi-operator writes into the MPIJob's ConfigMap <job>-config: one
-// line per worker pod that is Running, sorted by pod name. mpi-operator
-// rewrites it when its workqueue gets to the MPIJob, and (v0.6.0 and
-// v0.7.0) it adds every event of the MPIJob's pods to that queue with a
-// per-job exponential backoff: 5 ms, doubled for each event or failed sync
-// since the job's last successful sync, up to 1 000 s. A burst of pod events
-// with a failed sync among them (a conflict writing the MPIJob's status is
-// common) leaves the events that follow waiting minutes, and the job trains
-// on part of the workers it holds meanwhile. So once the controller sees all
-// of a job's workers run, and only them, it checks the script and writes
-// what mpi-operator would write if it is behind. Both write the same
-// content, so they never fight: each finds the other's version current.
+// mpi-operator (v0.6.0, and v0.7.0 still) adds every event of an MPIJob's
+// pods to its workqueue with a per-job exponential backoff: 5 ms, doubled
+// for each event or failed sync since the job's last successful sync, up
+// to 1 000 s. A burst of pod events with one failed sync among them (a
+// conflict writing the MPIJob's status is common) leaves the events that
+// follow unhandled for minutes. Two of its chores matter to Voda then, and
+// the controller, which sees the workers itself, does them when it falls
+// behind:
+//
+//   - The host list. Elastic Horovod learns its hosts by running
+//     /etc/mpi/discover_hosts.sh, which mpi-operator writes into the
+//     MPIJob's ConfigMap <job>-config: one line per worker pod that is
+//     Running, sorted by pod name. Once all of a job's workers run, and only
+//     them, the controller checks the script and writes what mpi-operator
+//     would write if it lists other workers; without that the job trains on
+//     part of the GPUs it holds. Both write the same bytes, so neither
+//     undoes the other.
+//   - Workers beyond the replicas. After a scale-in mpi-operator deletes
+//     the workers above the new count; until it does they hold GPUs that
+//     other jobs were given. The controller deletes them itself once they
+//     have outlived the new count by surplusGrace: sooner, it would race a
+//     healthy mpi-operator, whose delete of a pod already gone fails its
+//     sync and grows the very backoff.
 
 const (
 	// discoverHostsKey is the script's key in the ConfigMap.
@@ -37,6 +48,10 @@ const (
 	// checked again: mpi-operator, reading stale pods from its cache,
 	// may write an older list over it once.
 	hostsRecheck = 5 * time.Second
+	// surplusGrace is how long workers beyond a job's replicas are left
+	// to mpi-operator, which removes them within a second or two unless
+	// it lags.
+	surplusGrace = 10 * time.Second
 )
 
 // discoverHosts is the script listing workers 0 … n-1 of the MPIJob job in
@@ -104,8 +119,40 @@ func (c *Controller) keepHostsCurrent(ctx context.Context, tj *v1alpha1.Training
 	return hostsRecheck, nil
 }
 
-// forgetHosts drops the record that a job's host list is current: its
-// workers changed. The caller holds estMu.
+// forgetHosts drops what the controller noted of a job's host list and
+// surplus workers: its workers changed. The caller holds estMu.
 func (c *Controller) forgetHosts(id api.JobID) {
 	delete(c.hostsChecked, id)
+	delete(c.surplusSince, id)
+}
+
+// removeSurplus deletes the workers of job id that lie beyond its MPIJob's
+// replicas, once it has seen them there for surplusGrace, and reports when
+// to look again.
+func (c *Controller) removeSurplus(ctx context.Context, id api.JobID, surplus []*corev1.Pod) (time.Duration, error) {
+	now := time.Now()
+	c.estMu.Lock()
+	since, ok := c.surplusSince[id]
+	if !ok {
+		since = now
+		c.surplusSince[id] = now
+	}
+	c.estMu.Unlock()
+	if wait := since.Add(surplusGrace).Sub(now); wait > 0 {
+		return wait, nil
+	}
+	removed := 0
+	for _, p := range surplus {
+		switch err := c.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); {
+		case err == nil:
+			removed++
+		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+			return 0, fmt.Errorf("remove %s, beyond the job's workers: %w", p.Name, err)
+		}
+	}
+	if removed > 0 {
+		c.log.Info("removed the workers mpi-operator had left beyond the job's count",
+			"job", id, "pods", removed, "after", now.Sub(since).Round(time.Second))
+	}
+	return time.Second, nil
 }

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -23,13 +24,7 @@ func (e *Env) Outage(ctx context.Context, name string, down time.Duration) error
 	if name != "kube-apiserver" && name != "etcd" {
 		return fmt.Errorf("testenv: Outage of %q: only kube-apiserver and etcd", name)
 	}
-	e.mu.Lock()
-	i := slices.IndexFunc(e.procs, func(p *process) bool { return p.name == name })
-	var old *process
-	if i >= 0 {
-		old = e.procs[i]
-	}
-	e.mu.Unlock()
+	old, i := e.running(name)
 	if old == nil {
 		return fmt.Errorf("testenv: %s is not running", name)
 	}
@@ -80,10 +75,10 @@ func (e *Env) waitAPIReady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	i := slices.IndexFunc(e.procs, func(p *process) bool { return p.name == "kube-apiserver" })
-	api := e.procs[i]
-	e.mu.Unlock()
+	api, _ := e.running("kube-apiserver")
+	if api == nil {
+		return errors.New("testenv: kube-apiserver is not running")
+	}
 	return poll(ctx, readyTimeout, "kube-apiserver /readyz", api, func(ctx context.Context) (bool, error) {
 		return httpOK(ctx, rc, e.Config.Host+"/readyz")
 	})
@@ -103,4 +98,16 @@ func restartProcess(old *process) (*process, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// running returns the component the environment runs under name, and its
+// index in e.procs; nil and -1 if there is none.
+func (e *Env) running(name string) (*process, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	i := slices.IndexFunc(e.procs, func(p *process) bool { return p.name == name })
+	if i < 0 {
+		return nil, -1
+	}
+	return e.procs[i], i
 }

@@ -4,7 +4,6 @@ package testenv
 
 import (
 	"fmt"
-	"slices"
 	"syscall"
 )
 
@@ -17,13 +16,7 @@ func (e *Env) Pause(name string) (resume func() error, err error) {
 	if !supervised[name] {
 		return nil, fmt.Errorf("testenv: Pause of %q: only a supervised component (an operator, a controller)", name)
 	}
-	e.mu.Lock()
-	i := slices.IndexFunc(e.procs, func(p *process) bool { return p.name == name })
-	var p *process
-	if i >= 0 {
-		p = e.procs[i]
-	}
-	e.mu.Unlock()
+	p, _ := e.running(name)
 	if p == nil {
 		return nil, fmt.Errorf("testenv: %s is not running", name)
 	}

@@ -72,11 +72,10 @@ func discoverHosts(job, ns string, n int32) string {
 	return b.String()
 }
 
-// keepHostsCurrent makes the discover_hosts.sh of tj's MPIJob list its n
-// workers, which all run, and reports when to look again (0: it is
+// keepHostsCurrent makes the discover_hosts.sh of tj's MPIJob (job id) list
+// its n workers, which all run, and reports when to look again (0: it is
 // current and recorded so, until the job's workers change).
-func (c *Controller) keepHostsCurrent(ctx context.Context, tj *v1alpha1.TrainingJob, n int32) (time.Duration, error) {
-	id := jobID(types.NamespacedName{Namespace: tj.Namespace, Name: tj.Name})
+func (c *Controller) keepHostsCurrent(ctx context.Context, tj *v1alpha1.TrainingJob, id api.JobID, n int32) (time.Duration, error) {
 	c.estMu.Lock()
 	checked := c.hostsChecked[id]
 	c.estMu.Unlock()

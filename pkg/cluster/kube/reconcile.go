@@ -604,7 +604,7 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 		case len(surplus) > 0 && child != nil && rt.read(child).replicas == n:
 			return c.removeSurplus(ctx, id, surplus)
 		case leaving == 0:
-			return c.keepHostsCurrent(ctx, tj, n)
+			return c.keepHostsCurrent(ctx, tj, id, n)
 		}
 		return 0, nil
 	}

@@ -161,6 +161,9 @@ type Controller struct {
 	// found current since their workers last changed (lag.go); guarded
 	// by estMu too.
 	hostsChecked map[api.JobID]bool
+	// hostsBehind holds when a running MPIJob's discover_hosts.sh was
+	// first found behind its workers (lag.go); guarded by estMu too.
+	hostsBehind map[api.JobID]time.Time
 	// surplusSince holds when workers beyond a running MPIJob's replicas
 	// were first seen (lag.go); guarded by estMu too.
 	surplusSince map[api.JobID]time.Time
@@ -262,6 +265,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		installed:   map[string]bool{},
 
 		hostsChecked: map[api.JobID]bool{},
+		hostsBehind:  map[api.JobID]time.Time{},
 		surplusSince: map[api.JobID]time.Time{},
 	}, nil
 }

@@ -30,10 +30,10 @@ import (
 //     /etc/mpi/discover_hosts.sh, which mpi-operator writes into the
 //     MPIJob's ConfigMap <job>-config: one line per worker pod that is
 //     Running, sorted by pod name. Once all of a job's workers run, and only
-//     them, the controller checks the script and writes what mpi-operator
-//     would write if it lists other workers; without that the job trains on
-//     part of the GPUs it holds. Both write the same bytes, so neither
-//     undoes the other.
+//     them, the controller checks the script and, if it still lists other
+//     workers hostsGrace later, writes what mpi-operator would write;
+//     without that the job trains on part of the GPUs it holds. Both
+//     write the same bytes, so neither undoes the other.
 //   - Workers beyond the replicas. After a scale-in mpi-operator deletes
 //     the workers above the new count; until it does they hold GPUs that
 //     other jobs were given. The controller deletes them itself once they
@@ -48,6 +48,9 @@ const (
 	// checked again: mpi-operator, reading stale pods from its cache,
 	// may write an older list over it once.
 	hostsRecheck = 5 * time.Second
+	// hostsGrace is how long a host list behind the running workers is
+	// left to mpi-operator.
+	hostsGrace = 3 * time.Second
 	// surplusGrace is how long workers beyond a job's replicas are left
 	// to mpi-operator, which removes them within a second or two unless
 	// it lags.
@@ -96,11 +99,24 @@ func (c *Controller) keepHostsCurrent(ctx context.Context, tj *v1alpha1.Training
 		// Not mpi-operator's ConfigMap for this job: never Voda's to write.
 		return 0, nil
 	}
+	now := time.Now()
+	c.estMu.Lock()
 	if cm.Data[discoverHostsKey] == want {
-		c.estMu.Lock()
 		c.hostsChecked[id] = true
 		c.estMu.Unlock()
 		return 0, nil
+	}
+	// Behind: mpi-operator gets a moment to write it first, as it does
+	// within a second unless it lags; writing sooner would race it, and
+	// its update, conflicting, would fail its sync and grow its backoff.
+	since, ok := c.hostsBehind[id]
+	if !ok {
+		since = now
+		c.hostsBehind[id] = now
+	}
+	c.estMu.Unlock()
+	if wait := since.Add(hostsGrace).Sub(now); wait > 0 {
+		return wait, nil
 	}
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
@@ -114,7 +130,7 @@ func (c *Controller) keepHostsCurrent(ctx context.Context, tj *v1alpha1.Training
 	case err != nil:
 		return 0, fmt.Errorf("write the host list of %s/%s: %w", tj.Namespace, tj.Name, err)
 	}
-	c.log.V(1).Info("wrote the host list mpi-operator had not", "job", id, "workers", n)
+	c.log.Info("wrote the host list mpi-operator had not", "job", id, "workers", n)
 	return hostsRecheck, nil
 }
 
@@ -122,6 +138,7 @@ func (c *Controller) keepHostsCurrent(ctx context.Context, tj *v1alpha1.Training
 // surplus workers: its workers changed. The caller holds estMu.
 func (c *Controller) forgetHosts(id api.JobID) {
 	delete(c.hostsChecked, id)
+	delete(c.hostsBehind, id)
 	delete(c.surplusSince, id)
 }
 
@@ -153,5 +170,10 @@ func (c *Controller) removeSurplus(ctx context.Context, id api.JobID, surplus []
 		c.log.Info("removed the workers mpi-operator had left beyond the job's count",
 			"job", id, "pods", removed, "after", now.Sub(since).Round(time.Second))
 	}
+	// The cache may show them a while longer: they get another grace
+	// before being deleted again.
+	c.estMu.Lock()
+	c.surplusSince[id] = now
+	c.estMu.Unlock()
 	return time.Second, nil
 }

@@ -94,9 +94,8 @@ type Engine struct {
 	decision algorithm.Decision
 	moved    []placement.Moved
 	nodes    map[api.NodeName]int
-	// placeNodes caches the nodes made ready for placement; nil when the
-	// nodes changed.
-	placeNodes *placement.Nodes
+	// sortedNodes caches Nodes(); nil when the nodes changed.
+	sortedNodes []api.Node
 	// nodeGPUs is the buffer of the policy's Snapshot.NodeGPUs.
 	nodeGPUs []int
 	// needPlacement forces placement at the next round even if no
@@ -290,7 +289,7 @@ func (e *Engine) Step(ev Event) error {
 			return fmt.Errorf("node %s is not known", ev.Name)
 		}
 		delete(e.nodes, ev.Name)
-		e.placeNodes, e.needPlacement, e.dirty = nil, true, true
+		e.sortedNodes, e.needPlacement, e.dirty = nil, true, true
 	case Progress:
 		return e.progress(ev)
 	case SetPolicy:
@@ -427,7 +426,7 @@ func (e *Engine) setNode(n api.Node) error {
 	}
 	if old, ok := e.nodes[n.Name]; !ok || old != n.GPUs {
 		e.nodes[n.Name] = n.GPUs
-		e.placeNodes, e.needPlacement, e.dirty = nil, true, true
+		e.sortedNodes, e.needPlacement, e.dirty = nil, true, true
 	}
 	return nil
 }
@@ -663,16 +662,13 @@ func (e *Engine) Tick() (api.Plan, error) {
 	return plan, nil
 }
 
-// nodeList returns the nodes made ready for placement, in name order.
-func (e *Engine) nodeList() (*placement.Nodes, error) {
-	if e.placeNodes == nil {
-		ns, err := placement.NewNodes(e.Nodes())
-		if err != nil {
-			return nil, err
-		}
-		e.placeNodes = ns
+// nodeList returns the nodes for placement, sorted by name; callers must not
+// modify it.
+func (e *Engine) nodeList() []api.Node {
+	if e.sortedNodes == nil {
+		e.sortedNodes = e.Nodes()
 	}
-	return e.placeNodes, nil
+	return e.sortedNodes
 }
 
 // forget undoes the assumption behind a failed action and asks for another

@@ -109,13 +109,9 @@ func (c *Controller) keepHostsCurrent(ctx context.Context, tj *v1alpha1.Training
 	// Behind: mpi-operator gets a moment to write it first, as it does
 	// within a second unless it lags; writing sooner would race it, and
 	// its update, conflicting, would fail its sync and grow its backoff.
-	since, ok := c.hostsBehind[id]
-	if !ok {
-		since = now
-		c.hostsBehind[id] = now
-	}
+	wait, _ := graceLeft(c.hostsBehind, id, now, hostsGrace)
 	c.estMu.Unlock()
-	if wait := since.Add(hostsGrace).Sub(now); wait > 0 {
+	if wait > 0 {
 		return wait, nil
 	}
 	if cm.Data == nil {
@@ -142,19 +138,27 @@ func (c *Controller) forgetHosts(id api.JobID) {
 	delete(c.surplusSince, id)
 }
 
+// graceLeft notes now in first as when job id was first seen lagging, if
+// it has no note yet, and returns the grace left from then (≤ 0: none)
+// and that moment. The caller holds estMu.
+func graceLeft(first map[api.JobID]time.Time, id api.JobID, now time.Time, grace time.Duration) (time.Duration, time.Time) {
+	since, ok := first[id]
+	if !ok {
+		since = now
+		first[id] = now
+	}
+	return since.Add(grace).Sub(now), since
+}
+
 // removeSurplus deletes the workers of job id that lie beyond its MPIJob's
 // replicas, once it has seen them there for surplusGrace, and reports when
 // to look again.
 func (c *Controller) removeSurplus(ctx context.Context, id api.JobID, surplus []*corev1.Pod) (time.Duration, error) {
 	now := time.Now()
 	c.estMu.Lock()
-	since, ok := c.surplusSince[id]
-	if !ok {
-		since = now
-		c.surplusSince[id] = now
-	}
+	wait, since := graceLeft(c.surplusSince, id, now, surplusGrace)
 	c.estMu.Unlock()
-	if wait := since.Add(surplusGrace).Sub(now); wait > 0 {
+	if wait > 0 {
 		return wait, nil
 	}
 	removed := 0

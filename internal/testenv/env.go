@@ -219,6 +219,20 @@ func (e *Env) Logs(n int) string {
 	return b.String()
 }
 
+// LogLines returns the last n lines of a component's log that contain
+// match, for a failed test to show what that component did about one
+// object.
+func (e *Env) LogLines(component, match string, n int) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, p := range e.procs {
+		if p.name == component {
+			return tailFile(p.logPath, n, match)
+		}
+	}
+	return fmt.Sprintf("(no component %q)", component)
+}
+
 func (e *Env) start(name, bin string, args []string, env ...string) (*process, error) {
 	p, err := startProcess(name, filepath.Join(e.bin, bin), args, filepath.Join(e.Dir, "logs"), env...)
 	if err != nil {
@@ -305,7 +319,7 @@ func logsIn(dir string) string {
 	files, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
 	var b strings.Builder
 	for _, f := range files {
-		fmt.Fprintf(&b, "----- %s, last %d lines -----\n%s\n", f, logTailLines, tailFile(f, logTailLines))
+		fmt.Fprintf(&b, "----- %s, last %d lines -----\n%s\n", f, logTailLines, tailFile(f, logTailLines, ""))
 	}
 	return b.String()
 }

@@ -89,10 +89,12 @@ func (p *process) stop(grace time.Duration) error {
 
 // tail returns the last n lines of the process's log.
 func (p *process) tail(n int) string {
-	return tailFile(p.logPath, n)
+	return tailFile(p.logPath, n, "")
 }
 
-func tailFile(path string, n int) string {
+// tailFile returns the last n lines of the file at path that contain
+// match (every line, if match is empty).
+func tailFile(path string, n int, match string) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
@@ -102,6 +104,9 @@ func tailFile(path string, n int) string {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
+		if match != "" && !strings.Contains(sc.Text(), match) {
+			continue
+		}
 		lines = append(lines, sc.Text())
 		if len(lines) > 2*n {
 			lines = append(lines[:0], lines[len(lines)-n:]...)

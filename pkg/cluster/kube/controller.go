@@ -167,6 +167,9 @@ type Controller struct {
 	// surplusSince holds when workers beyond a running MPIJob's replicas
 	// were first seen (lag.go); guarded by estMu too.
 	surplusSince map[api.JobID]time.Time
+	// leftSince holds when pods of a suspended MPIJob were first seen
+	// left (lag.go); guarded by estMu too.
+	leftSince map[api.JobID]time.Time
 	// batches holds what the controller keeps of each job that lets it
 	// choose its batch size; guarded by estMu too.
 	batches map[api.JobID]*batchState
@@ -267,6 +270,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		hostsChecked: map[api.JobID]bool{},
 		hostsBehind:  map[api.JobID]time.Time{},
 		surplusSince: map[api.JobID]time.Time{},
+		leftSince:    map[api.JobID]time.Time{},
 	}, nil
 }
 

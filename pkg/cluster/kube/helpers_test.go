@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -473,4 +474,47 @@ func unstructuredBool(u *unstructured.Unstructured, path ...string) (bool, bool,
 
 func unstructuredSlice(u *unstructured.Unstructured, path ...string) ([]any, bool, error) {
 	return unstructured.NestedSlice(u.Object, path...)
+}
+
+// explain describes what keeps a job's MPIJob from moving on, for a failed
+// wait: its pods (owner, phase, node, deletion, gates), the suspension of
+// the MPIJob and of its launcher Job, and what mpi-operator last logged
+// about the job (its syncs and their errors).
+func (k *cluster) explain(ns, name string) string {
+	ctx := context.Background()
+	var b strings.Builder
+	var pods corev1.PodList
+	if err := k.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v1alpha1.JobLabel: name}); err != nil {
+		fmt.Fprintf(&b, "pods: %v\n", err)
+	}
+	for _, p := range pods.Items {
+		owner := "-"
+		if ref := metav1.GetControllerOf(&p); ref != nil {
+			owner = ref.Kind + "/" + ref.Name
+		}
+		deleting := ""
+		if p.DeletionTimestamp != nil {
+			deleting = " deleting since " + p.DeletionTimestamp.Format(time.TimeOnly)
+		}
+		fmt.Fprintf(&b, "pod %s: owner %s, %s on %q, created %s%s, %d gates\n", p.Name, owner, p.Status.Phase,
+			p.Spec.NodeName, p.CreationTimestamp.Format(time.TimeOnly), deleting, len(p.Spec.SchedulingGates))
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(kube.MPIJobGVK)
+	if err := k.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u); err != nil {
+		fmt.Fprintf(&b, "MPIJob: %v\n", err)
+	} else {
+		suspend, _, _ := unstructuredBool(u, "spec", "runPolicy", "suspend")
+		replicas, _, _ := unstructured.NestedInt64(u.Object, "spec", "mpiReplicaSpecs", "Worker", "replicas")
+		fmt.Fprintf(&b, "MPIJob: suspend %t, %d workers, resourceVersion %s\n", suspend, replicas, u.GetResourceVersion())
+	}
+	var launcher batchv1.Job
+	if err := k.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-launcher"}, &launcher); err != nil {
+		fmt.Fprintf(&b, "launcher Job: %v\n", err)
+	} else {
+		fmt.Fprintf(&b, "launcher Job: suspend %t, %d active, %d failed\n",
+			launcher.Spec.Suspend != nil && *launcher.Spec.Suspend, launcher.Status.Active, launcher.Status.Failed)
+	}
+	fmt.Fprintf(&b, "mpi-operator on %s/%s:\n%s", ns, name, k.env.LogLines("mpi-operator", "'"+ns+"/"+name+"'", 20))
+	return b.String()
 }

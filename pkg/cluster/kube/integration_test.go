@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,7 @@ func TestIntegrationController(t *testing.T) {
 	t.Run("ElasticFIFO", func(t *testing.T) { testElasticFIFO(t, k) })
 	t.Run("Restart", func(t *testing.T) { testRestart(t, k) })
 	t.Run("MPIOperatorLag", func(t *testing.T) { testMPIOperatorLag(t, k) })
+	t.Run("SuspendedLag", func(t *testing.T) { testSuspendedLag(t, k) })
 	t.Run("KilledRepeatedly", func(t *testing.T) { testKilledRepeatedly(t, k) })
 	t.Run("LeaderElection", func(t *testing.T) { testLeaderElection(t, k) })
 	t.Run("RuntimeSettings", func(t *testing.T) { testRuntimeSettings(t, k) })
@@ -100,6 +102,9 @@ func testRBACMinimal(t *testing.T, k *cluster) {
 		"list ConfigMaps elsewhere":    c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("kube-system")),
 		"create a ConfigMap elsewhere": c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}}),
 		"delete a ConfigMap elsewhere": c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}}),
+		// It reads and suspends an MPIJob's launcher Job by name (lag.go).
+		"list Jobs":    c.List(ctx, &batchv1.JobList{}),
+		"delete a Job": c.Delete(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}}),
 		// Only a release with a gang scheduler may make PodGroups.
 		"create a PodGroup": c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",

@@ -7,9 +7,11 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,6 +42,18 @@ import (
 //     have outlived the new count by surplusGrace: sooner, it would race a
 //     healthy mpi-operator, whose delete of a pod already gone fails its
 //     sync and grows the very backoff.
+//   - The pods of a suspended job. When an MPIJob is suspended (the job is
+//     preempted, or restarts whole) mpi-operator suspends its launcher
+//     Job, whose controller then deletes the launcher's pod, and deletes
+//     the workers. Until then they hold GPUs other jobs were given, and
+//     the job itself cannot resume: its new workers must not meet the old
+//     ones. Pods still there surplusGrace after the controller first saw
+//     the MPIJob suspended with them, it suspends the launcher Job and
+//     deletes the workers itself, as mpi-operator would; mpi-operator,
+//     catching up, finds nothing left to do. (Resuming needs mpi-operator
+//     itself, which creates the workers: a job resumed while it still
+//     lags starts when it catches up, or gives its GPUs back at the gang
+//     timeout.)
 
 const (
 	// discoverHostsKey is the script's key in the ConfigMap.
@@ -51,10 +65,13 @@ const (
 	// hostsGrace is how long a host list behind the running workers is
 	// left to mpi-operator.
 	hostsGrace = 3 * time.Second
-	// surplusGrace is how long workers beyond a job's replicas are left
-	// to mpi-operator, which removes them within a second or two unless
-	// it lags.
+	// surplusGrace is how long workers beyond a job's replicas, and the
+	// pods of a suspended job, are left to mpi-operator, which removes
+	// them within a second or two unless it lags.
 	surplusGrace = 10 * time.Second
+	// launcherSuffix names an MPIJob's launcher Job after the MPIJob, as
+	// mpi-operator does.
+	launcherSuffix = "-launcher"
 )
 
 // discoverHosts is the script listing workers 0 … n-1 of the MPIJob job in
@@ -138,6 +155,29 @@ func (c *Controller) forgetHosts(id api.JobID) {
 	delete(c.surplusSince, id)
 }
 
+// clearLeft lists the pods of tj, whose MPIJob (child) is suspended, and
+// stops what mpi-operator has left running of them (clearSuspended). It
+// reports when to look again (0: nothing is left).
+func (c *Controller) clearLeft(ctx context.Context, tj *v1alpha1.TrainingJob, id api.JobID, child *unstructured.Unstructured) (time.Duration, error) {
+	var pods corev1.PodList
+	if err := c.client.List(ctx, &pods, client.InNamespace(tj.Namespace), client.MatchingLabels{v1alpha1.JobLabel: tj.Name}); err != nil {
+		return 0, err
+	}
+	if len(pods.Items) == 0 {
+		c.noneLeft(id)
+		return 0, nil
+	}
+	return c.clearSuspended(ctx, tj, id, child, pods.Items)
+}
+
+// noneLeft forgets when pods of job id's suspended MPIJob were first seen
+// left: none are.
+func (c *Controller) noneLeft(id api.JobID) {
+	c.estMu.Lock()
+	delete(c.leftSince, id)
+	c.estMu.Unlock()
+}
+
 // graceLeft notes now in first as when job id was first seen lagging, if
 // it has no note yet, and returns the grace left from then (≤ 0: none)
 // and that moment. The caller holds estMu.
@@ -180,4 +220,68 @@ func (c *Controller) removeSurplus(ctx context.Context, id api.JobID, surplus []
 	c.surplusSince[id] = now
 	c.estMu.Unlock()
 	return time.Second, nil
+}
+
+// clearSuspended does mpi-operator's part of suspending tj's MPIJob
+// (child, suspended), whose pods are still there, once it has seen them
+// there for surplusGrace: it suspends the launcher Job, so the Job
+// controller deletes the launcher's pod, and deletes the workers. It
+// reports when to look again.
+func (c *Controller) clearSuspended(ctx context.Context, tj *v1alpha1.TrainingJob, id api.JobID, child *unstructured.Unstructured, pods []corev1.Pod) (time.Duration, error) {
+	now := time.Now()
+	c.estMu.Lock()
+	wait, since := graceLeft(c.leftSince, id, now, surplusGrace)
+	c.estMu.Unlock()
+	if wait > 0 {
+		return wait, nil
+	}
+	launcher, err := c.suspendLauncher(ctx, tj, child)
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	for i := range pods {
+		p := &pods[i]
+		if ref := metav1.GetControllerOf(p); p.DeletionTimestamp != nil || ref == nil || ref.UID != child.GetUID() {
+			continue // being deleted, or not a worker: the launcher's pod goes with its Job's suspension
+		}
+		switch err := c.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); {
+		case err == nil:
+			removed++
+		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+			return 0, fmt.Errorf("remove %s, a worker of the suspended job: %w", p.Name, err)
+		}
+	}
+	if removed > 0 || launcher {
+		c.log.Info("stopped what mpi-operator had left running of the suspended job",
+			"job", id, "workers", removed, "launcherSuspended", launcher, "after", now.Sub(since).Round(time.Second))
+	}
+	// The cache may show the pods a while longer, and the Job controller
+	// deletes the launcher's: they get another grace before this is done
+	// again.
+	c.estMu.Lock()
+	c.leftSince[id] = now
+	c.estMu.Unlock()
+	return time.Second, nil
+}
+
+// suspendLauncher suspends the launcher Job of tj's MPIJob (child) if it
+// exists, is the MPIJob's and runs, and reports whether it did.
+func (c *Controller) suspendLauncher(ctx context.Context, tj *v1alpha1.TrainingJob, child *unstructured.Unstructured) (bool, error) {
+	var job batchv1.Job
+	key := types.NamespacedName{Namespace: tj.Namespace, Name: tj.Name + launcherSuffix}
+	switch err := c.reader.Get(ctx, key, &job); {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read the launcher of %s/%s: %w", tj.Namespace, tj.Name, err)
+	}
+	if ref := metav1.GetControllerOf(&job); ref == nil || ref.UID != child.GetUID() || job.Spec.Suspend != nil && *job.Spec.Suspend {
+		return false, nil
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))
+	if err := c.client.Patch(ctx, &job, patch); err != nil {
+		return false, client.IgnoreNotFound(fmt.Errorf("suspend the launcher of %s/%s: %w", tj.Namespace, tj.Name, err))
+	}
+	return true, nil
 }

@@ -7,8 +7,14 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vodascheduler/voda/internal/testenv"
+	"github.com/vodascheduler/voda/pkg/algorithm"
+	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 )
 
 // testMPIOperatorLag: mpi-operator falls behind a job (here it is frozen,
@@ -105,4 +111,69 @@ func listing(ns, job string, n int) string {
 		s += fmt.Sprintf("echo %s-worker-%d.%s.%s.svc\n", job, i, job, ns)
 	}
 	return s
+}
+
+// testSuspendedLag: mpi-operator lags (frozen here) while a job is
+// preempted. Its launcher and workers would run on, holding the GPUs the
+// next job was given, and keeping the job itself from resuming: once they
+// have outlived the suspension by surplusGrace (10 s), the controller
+// suspends the launcher Job, whose pod the Job controller then deletes,
+// and deletes the workers. Let go, mpi-operator finds nothing left to
+// stop: it starts the next job and, when that completes, resumes the
+// first.
+func testSuspendedLag(t *testing.T, k *cluster) {
+	const ns, gpu = "suslag", "suslag-gpu"
+	k.scenario(t, ns, gpu, 1, 2)
+	o := controllerOpts(t, gpu)
+	o.Policy = "Tiresias"
+	o.Algorithm = algorithm.DefaultConfig()
+	o.Algorithm.Tiresias.Thresholds = []float64{30}
+	o.Algorithm.Tiresias.PromoteKnob = 0
+	k.startController(t, o)
+	k.create(t, newJob(ns, "j1", gpu, 2, 2))
+	k.waitSettled(t, ns, "j1", 2)
+	ctx := context.Background()
+	err := testenv.PollUntil(ctx, 60*time.Second, "j1 demoted", func(ctx context.Context) (bool, error) {
+		return k.job(t, ns, "j1").Status.Queue == 1, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	resume, err := k.env.Pause("mpi-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = resume() })
+	preempted := time.Now()
+	k.create(t, newJob(ns, "j2", gpu, 2, 2, launcherCompletesAfter("3s")))
+	k.waitPhase(t, ns, "j1", v1alpha1.PhaseWaiting)
+	err = testenv.PollUntil(ctx, 60*time.Second, "j1's pods gone", func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		if err := k.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v1alpha1.JobLabel: "j1"}); err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("%v with mpi-operator frozen:\n%s", err, k.explain(ns, "j1"))
+	}
+	if took := time.Since(preempted); took < 10*time.Second {
+		t.Errorf("j1's pods went %s after j2 arrived: before mpi-operator had its 10 s", took)
+	}
+	var launcher batchv1.Job
+	if err := k.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "j1-launcher"}, &launcher); err != nil {
+		t.Fatal(err)
+	}
+	if launcher.Spec.Suspend == nil || !*launcher.Spec.Suspend {
+		t.Error("j1's launcher Job is not suspended")
+	}
+
+	if err := resume(); err != nil {
+		t.Fatal(err)
+	}
+	k.waitSettled(t, ns, "j2", 2)
+	k.waitPhase(t, ns, "j2", v1alpha1.PhaseCompleted)
+	k.waitSettled(t, ns, "j1", 2)
+	k.expectEvents(t, ns, "j1", map[string]int{"Started:": 1, "Preempted:": 1, "Resumed:": 1})
 }

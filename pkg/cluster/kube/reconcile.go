@@ -344,6 +344,10 @@ func (c *Controller) reconcileJob(ctx context.Context, req reconcile.Request) (r
 		if st := rt.read(child); !st.suspended {
 			return reconcile.Result{}, c.patchChild(ctx, rt, child, true, st.replicas)
 		}
+		if rt.lags {
+			recheck, err := c.clearLeft(ctx, &tj, id, child)
+			return reconcile.Result{RequeueAfter: recheck}, err
+		}
 	}
 	return reconcile.Result{}, nil
 }
@@ -529,6 +533,11 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 		if recheck, err := c.checkGang(ctx, tj, rt, id, int(n), 0, 0); recheck <= 0 || err != nil {
 			return 0, err
 		}
+		if rt.lags {
+			if _, err := c.clearSuspended(ctx, tj, id, child, pods.Items); err != nil {
+				return 0, err
+			}
+		}
 		return time.Second, nil
 	} else if why := c.rendezvousLost(tj, rt, pods.Items); why != "" && !st.suspended {
 		return time.Second, c.restartWhole(ctx, tj, rt, child, why,
@@ -537,6 +546,7 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 		return time.Second, c.restartWhole(ctx, tj, rt, child, why,
 			"its workers read their batch size when they start, so the job restarts from its checkpoint")
 	} else if st.suspended {
+		c.noneLeft(id)
 		if err := c.resumeChild(ctx, tj, rt, child, n); err != nil {
 			return 0, err
 		}

@@ -99,7 +99,7 @@ func testUnschedulable(t *testing.T, k *cluster) {
 	})
 	if err != nil {
 		tj := k.job(t, ns, "next")
-		t.Fatalf("%v: next is %s (%s)", err, tj.Status.Phase, tj.Status.Message)
+		t.Fatalf("%v: next is %s (%s)\n%s", err, tj.Status.Phase, tj.Status.Message, k.explain(ns, "next"))
 	}
 	k.expectEvents(t, ns, "next", map[string]int{"Schedulable:": 1, "Unschedulable:": 1})
 	if tj := k.job(t, ns, "fpga"); tj.Status.Phase != v1alpha1.PhaseWaiting || !strings.HasPrefix(tj.Status.Message, "unschedulable: ") {

@@ -37,6 +37,7 @@ func (c *Controller) forgetWorkers(id api.JobID) {
 	c.estMu.Lock()
 	defer c.estMu.Unlock()
 	delete(c.workersSeen, id)
+	delete(c.leftSince, id)
 	c.forgetHosts(id)
 }
 

@@ -48,6 +48,7 @@ func (s *state) compact(base *state, rate func(api.JobID, []int) float64) *state
 	var done []eviction
 	best := s
 	room, whole := s.keptLayout()
+	defer s.sc.give(room)
 	for _, ji := range spread[:min(len(spread), maxCompactions)] {
 		ev, ok := s.evictionFor(ji, done, room, whole)
 		if !ok {
@@ -76,37 +77,38 @@ func gatherGains(j *job, rate func(api.JobID, []int) float64) bool {
 // keptLayout returns each node's capacity less its kept jobs' GPUs, and
 // per node the kept jobs that lie on it alone, smallest first (then by
 // ID): what evictionFor reads for every job it tries to gather.
-func (s *state) keptLayout() (room []int, whole [][]lone) {
-	room = slices.Clone(s.caps)
-	count := make([]int, len(s.caps))
-	total := 0
+func (s *state) keptLayout() (room []int, whole lones) {
+	room = s.sc.ints(len(s.caps))
+	copy(room, s.caps)
+	// whole.start[n+1] counts node n's lone jobs first, then becomes
+	// where its list ends in whole.flat: one array for all of them, and
+	// 32-bit fields, since nearly every job is kept at 100 000 jobs.
+	whole.start = make([]int32, len(s.caps)+1)
 	for _, o := range s.jobs {
 		if !o.kept {
 			continue
 		}
 		for _, c := range o.final {
-			room[c.node] -= c.n * o.k
+			room[c.node] -= int(c.n) * o.k
 		}
 		if len(o.final) == 1 {
-			count[o.final[0].node]++
-			total++
+			whole.start[o.final[0].node+1]++
 		}
 	}
-	flat := make([]lone, 0, total)
-	whole = make([][]lone, len(s.caps))
-	for n, k := range count {
-		// Room for exactly the node's k jobs, in one array for all.
-		whole[n] = flat[len(flat) : len(flat) : len(flat)+k]
-		flat = flat[:len(flat)+k]
+	for n := range s.caps {
+		whole.start[n+1] += whole.start[n]
 	}
+	whole.flat = make([]lone, whole.start[len(s.caps)])
+	next := slices.Clone(whole.start[:len(s.caps)])
 	for i, o := range s.jobs {
 		if o.kept && len(o.final) == 1 {
 			n := o.final[0].node
-			whole[n] = append(whole[n], lone{job: i, gpus: o.want * o.k})
+			whole.flat[next[n]] = lone{job: int32(i), gpus: int32(o.want * o.k)}
+			next[n]++
 		}
 	}
-	for _, cands := range whole {
-		slices.SortFunc(cands, func(a, b lone) int {
+	for n := range s.caps {
+		slices.SortFunc(whole.on(n), func(a, b lone) int {
 			if c := cmp.Compare(a.gpus, b.gpus); c != 0 {
 				return c
 			}
@@ -116,15 +118,25 @@ func (s *state) keptLayout() (room []int, whole [][]lone) {
 	return room, whole
 }
 
-// lone is a kept job that lies on one node, and its GPUs.
-type lone struct{ job, gpus int }
+// lone is a kept job (by index) that lies on one node, and its GPUs.
+type lone struct{ job, gpus int32 }
+
+// lones lists the lone jobs of every node: node n's are
+// flat[start[n]:start[n+1]].
+type lones struct {
+	start []int32
+	flat  []lone
+}
+
+// on returns node n's lone jobs.
+func (l lones) on(n int) []lone { return l.flat[l.start[n]:l.start[n+1]] }
 
 // evictionFor chooses the node for job ji that frees enough room for it by
 // moving the fewest GPUs of unchanged jobs lying whole on it, each smaller
 // than the job, together no more GPUs than the job. Nodes taken by earlier
 // evictions are skipped; ties go to the lowest node index. room and whole
 // are keptLayout's.
-func (s *state) evictionFor(ji int, done []eviction, room []int, whole [][]lone) (eviction, bool) {
+func (s *state) evictionFor(ji int, done []eviction, room []int, whole lones) (eviction, bool) {
 	j := s.jobs[ji]
 	g := j.want * j.k
 	// At most maxCompactions earlier evictions: lists beat maps here.
@@ -136,11 +148,11 @@ func (s *state) evictionFor(ji int, done []eviction, room []int, whole [][]lone)
 	// The job's own GPUs, if it is kept, are room for it.
 	if j.kept {
 		for _, c := range j.final {
-			room[c.node] += c.n * j.k
+			room[c.node] += int(c.n) * j.k
 		}
 		defer func() {
 			for _, c := range j.final {
-				room[c.node] -= c.n * j.k
+				room[c.node] -= int(c.n) * j.k
 			}
 		}()
 	}
@@ -155,16 +167,17 @@ func (s *state) evictionFor(ji int, done []eviction, room []int, whole [][]lone)
 		}
 		free, cost := room[n], 0
 		set = set[:0]
-		for _, o := range whole[n] {
-			if o.job == ji || o.gpus >= g || slices.Contains(moved, o.job) {
+		for _, o := range whole.on(n) {
+			job, gpus := int(o.job), int(o.gpus)
+			if job == ji || gpus >= g || slices.Contains(moved, job) {
 				continue
 			}
 			if free >= g || cost >= bestCost {
 				break
 			}
-			free += o.gpus
-			cost += o.gpus
-			set = append(set, o.job)
+			free += gpus
+			cost += gpus
+			set = append(set, job)
 		}
 		if free >= g && cost < bestCost {
 			bestNode, bestCost = n, cost
@@ -201,7 +214,7 @@ func evicted(base *state, evs []eviction) (*state, bool) {
 		// A pseudo-survivor on the chosen node makes it the job's home for
 		// the packing and the matching; moves are still reported against
 		// its real old nodes.
-		j.survivors = []nodeCount{{node: ev.node, n: j.want}}
+		j.survivors = []nodeCount{{node: int32(ev.node), n: int32(j.want)}}
 	}
 	rows, err := t.pack(false)
 	if err != nil {
@@ -230,7 +243,7 @@ func evicted(base *state, evs []eviction) (*state, bool) {
 		emptied = append(emptied, ev.node)
 	}
 	for _, j := range t.jobs {
-		if !j.kept && len(j.final) == 1 && slices.Contains(emptied, j.final[0].node) {
+		if !j.kept && len(j.final) == 1 && slices.Contains(emptied, int(j.final[0].node)) {
 			j.compacted = true
 		}
 	}
@@ -267,7 +280,7 @@ func (s *state) excess() int {
 // and the next pack places it.
 func (s *state) release(j *job) {
 	for _, c := range j.final {
-		s.free[c.node] += c.n * j.k
+		s.free[c.node] += int(c.n) * j.k
 	}
 	j.kept, j.final = false, nil
 }

@@ -79,8 +79,10 @@
 //
 // PlaceJobs decides the same for callers that hold many jobs: it reads the
 // jobs, sorted by ID, through a function, and returns only those that do
-// not stay exactly where they run. At 100 000 jobs, the maps keyed by job
-// ID that Place takes and returns cost more than the placing.
+// not stay exactly where they run, on nodes checked and indexed once
+// (NewNodes) for as long as they stay the same. At 100 000 jobs, the maps
+// keyed by job ID that Place takes and returns cost more than the placing,
+// and indexing 32 768 nodes a tenth of what a round allocates.
 //
 // # Trade-offs
 //

@@ -11,8 +11,8 @@ import (
 // free for the repacked jobs. Laying each virtual node back onto its own
 // real node always fits, so the matching always has an answer.
 type vnode struct {
-	load int
-	jobs []jobCount
+	node, load int
+	jobs       []jobCount
 }
 
 // jobCount is a number of workers of one job, by index into state.jobs.
@@ -30,19 +30,32 @@ type jobCount struct{ job, n int }
 // wherever GPUs are free. It returns the virtual nodes that received
 // workers, in node order.
 func (s *state) pack(strict bool) ([]vnode, error) {
-	var order []int
+	n := 0
+	for _, j := range s.jobs {
+		if !j.kept {
+			n++
+		}
+	}
+	order := make([]int, 0, n)
 	for i, j := range s.jobs {
 		if !j.kept {
 			order = append(order, i)
 		}
 	}
 	slices.SortFunc(order, func(a, b int) int { return bySizeDesc(s.jobs[a], s.jobs[b]) })
-	p := packer{free: slices.Clone(s.free), content: make([][]jobCount, len(s.free)), chunk: min(len(order), 256)}
+	// Every job placed fills one node or more: as many rows as jobs, up
+	// to the nodes, is where the rows start.
+	p := packer{free: s.sc.ints(len(s.free)), rowOf: s.sc.ints(len(s.free)),
+		rows: make([]vnode, 0, min(len(order), len(s.free))), chunk: min(len(order), 256)}
+	defer s.sc.give(p.free)
+	defer s.sc.give(p.rowOf)
+	copy(p.free, s.free)
 	p.b = newBuckets(p.free)
-	rest := order[:0:0]
+	var rest []int
 	if strict {
-		rest = order
-		order = nil
+		rest, order = order, nil
+	} else {
+		rest = make([]int, 0, len(order))
 	}
 	for _, ji := range order {
 		if node, ok := homeNode(s.jobs[ji], s.jobs[ji].want, p.free); ok {
@@ -65,20 +78,23 @@ func (s *state) pack(strict bool) ([]vnode, error) {
 			w -= n
 		}
 	}
-	var rows []vnode
-	for node, jobs := range p.content {
-		if len(jobs) > 0 {
-			rows = append(rows, vnode{load: s.free[node] - p.free[node], jobs: jobs})
-		}
+	slices.SortFunc(p.rows, func(a, b vnode) int { return a.node - b.node })
+	for i := range p.rows {
+		p.rows[i].load = s.free[p.rows[i].node] - p.free[p.rows[i].node]
 	}
-	return rows, nil
+	return p.rows, nil
 }
 
 // packer is the virtual layout being filled.
 type packer struct {
-	free    []int
-	b       *buckets
-	content [][]jobCount // per node
+	free []int
+	b    *buckets
+	// rows are the virtual nodes that received workers, in the order they
+	// first did; rowOf[node] is 1 + the node's row, 0 for none, in scratch
+	// space (a list of jobs per node, made anew for every pack, cost a
+	// twentieth of a round's allocation at 32 768 nodes).
+	rows  []vnode
+	rowOf []int
 	// slab holds the first few entries of each node's content: a slice
 	// per node filled allocated tens of thousands a round at 100 000 jobs.
 	// It comes in chunks of room for chunk nodes, as many as jobs to
@@ -108,10 +124,13 @@ func carve[T any](slab *[]T, n, chunk int) []T {
 func (p *packer) put(job, node, n int, k int) {
 	p.b.take(node, p.free[node], n*k)
 	p.free[node] -= n * k
-	if p.content[node] == nil {
-		p.content[node] = carve(&p.slab, slabbed, p.chunk)
+	r := p.rowOf[node] - 1
+	if r < 0 {
+		r = len(p.rows)
+		p.rowOf[node] = r + 1
+		p.rows = append(p.rows, vnode{node: node, jobs: carve(&p.slab, slabbed, p.chunk)})
 	}
-	p.content[node] = append(p.content[node], jobCount{job: job, n: n})
+	p.rows[r].jobs = append(p.rows[r].jobs, jobCount{job: job, n: n})
 }
 
 // homeNode finds a node that holds w more workers of the job and where the
@@ -120,12 +139,12 @@ func (p *packer) put(job, node, n int, k int) {
 func homeNode(j *job, w int, free []int) (int, bool) {
 	best, bestKeep := -1, 0
 	for _, sv := range j.survivors {
-		f, keep := free[sv.node], min(w, sv.n)
+		f, keep := free[sv.node], min(w, int(sv.n))
 		if f < w*j.k {
 			continue
 		}
 		if best < 0 || keep > bestKeep || keep == bestKeep && f < free[best] {
-			best, bestKeep = sv.node, keep
+			best, bestKeep = int(sv.node), keep
 		}
 	}
 	return best, best >= 0
@@ -155,8 +174,8 @@ func pick(j *job, w int, free []int, b *buckets) (int, bool) {
 	best, bestKeep := -1, 0
 	for _, sv := range j.survivors {
 		f := free[sv.node] / j.k
-		if keep := min(f, sv.n); keep > bestKeep && 1+b.nodesNeeded((w-f)*j.k, sv.node) <= fewest {
-			best, bestKeep = sv.node, keep
+		if keep := min(f, int(sv.n)); keep > bestKeep && 1+b.nodesNeeded((w-f)*j.k, int(sv.node)) <= fewest {
+			best, bestKeep = int(sv.node), keep
 		}
 	}
 	if best >= 0 {
@@ -187,14 +206,14 @@ func (s *state) layOut(rows []vnode) error {
 			if j.final == nil {
 				j.final = carve(&slab, 2, min(entries, 512))
 			}
-			j.final = append(j.final, nodeCount{node: target[r], n: c.n})
+			j.final = append(j.final, nodeCount{node: int32(target[r]), n: int32(c.n)})
 		}
 	}
 	for _, j := range s.jobs {
 		if j.kept {
 			continue
 		}
-		slices.SortFunc(j.final, func(a, b nodeCount) int { return a.node - b.node })
+		slices.SortFunc(j.final, func(a, b nodeCount) int { return int(a.node - b.node) })
 		for i := 1; i < len(j.final); i++ {
 			if j.final[i].node == j.final[i-1].node {
 				return errors.New("a job was laid twice onto one node")
@@ -210,11 +229,13 @@ func (s *state) layOut(rows []vnode) error {
 // is allowed only when its free GPUs hold the virtual node's load.
 func (s *state) matchProblem(rows []vnode) *matchProblem {
 	p := &matchProblem{
+		sc:    s.sc,
 		load:  make([]int, len(rows)),
 		res:   s.free,
 		edges: make([][]edge, len(rows)),
 	}
-	acc := make([]int, len(s.free))
+	acc := s.sc.ints(len(s.free))
+	defer s.sc.give(acc)
 	var touched []int
 	for r, row := range rows {
 		p.load[r] = row.load
@@ -224,9 +245,9 @@ func (s *state) matchProblem(rows []vnode) *matchProblem {
 					continue
 				}
 				if acc[sv.node] == 0 {
-					touched = append(touched, sv.node)
+					touched = append(touched, int(sv.node))
 				}
-				acc[sv.node] += min(c.n, sv.n)
+				acc[sv.node] += min(c.n, int(sv.n))
 			}
 		}
 		slices.Sort(touched)

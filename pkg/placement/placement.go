@@ -96,7 +96,11 @@ func Place(in Input) (Output, error) {
 		}
 	}
 	slices.SortFunc(jobs, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
-	moved, err := PlaceJobs(in.Nodes, len(jobs), func(i int) Job { return jobs[i] }, in.Throughput)
+	nodes, err := NewNodes(in.Nodes)
+	if err != nil {
+		return Output{}, fmt.Errorf("place: %w", err)
+	}
+	moved, err := PlaceJobs(nodes, len(jobs), func(i int) Job { return jobs[i] }, in.Throughput)
 	if err != nil {
 		return Output{}, err
 	}
@@ -147,11 +151,12 @@ type Moved struct {
 }
 
 // PlaceJobs is Place for callers that hold many jobs, without maps keyed
-// by job ID: job(i), for i from 0 to n-1, gives the jobs sorted by ID, each
-// once. It returns, by slot ascending, the jobs allocated workers that do
-// not stay exactly on their Current nodes; every other job allocated
-// workers stays there. It decides exactly as Place does.
-func PlaceJobs(nodes []api.Node, n int, job func(i int) Job, rate func(job api.JobID, gpusPerNode []int) float64) ([]Moved, error) {
+// by job ID, on nodes made ready once (NewNodes): job(i), for i from 0 to
+// n-1, gives the jobs sorted by ID, each once. It returns, by slot
+// ascending, the jobs allocated workers that do not stay exactly on their
+// Current nodes; every other job allocated workers stays there. It decides
+// exactly as Place does.
+func PlaceJobs(nodes *Nodes, n int, job func(i int) Job, rate func(job api.JobID, gpusPerNode []int) float64) ([]Moved, error) {
 	s, err := newState(nodes, n, job)
 	if err != nil {
 		return nil, fmt.Errorf("place: %w", err)
@@ -198,43 +203,97 @@ type state struct {
 	// repacked says every job was packed anew (workers of several GPUs
 	// found no room otherwise).
 	repacked bool
+	// get is PlaceJobs' list of jobs; index finds a node by name.
+	get   func(i int) Job
+	index map[api.NodeName]int
+	// sc lends per-node scratch space to every step, forks included.
+	sc *scratch
+}
+
+// scratch lends the steps of one placement lists of an int per node: at
+// 32 768 nodes each is 256 KiB, and a placement that tries compactions
+// needed dozens. Lists given back are lent again, zeroed. A nil scratch
+// lends new lists.
+type scratch struct {
+	spare [][]int
+}
+
+// ints lends a list of n zeros.
+func (sc *scratch) ints(n int) []int {
+	if sc == nil {
+		return make([]int, n)
+	}
+	if k := len(sc.spare); k > 0 && cap(sc.spare[k-1]) >= n {
+		b := sc.spare[k-1][:n]
+		sc.spare = sc.spare[:k-1]
+		clear(b)
+		return b
+	}
+	return make([]int, n)
+}
+
+// give takes back a list ints lent; the caller must not use it again.
+func (sc *scratch) give(b []int) {
+	if sc != nil {
+		sc.spare = append(sc.spare, b)
+	}
 }
 
 // job is one job with a positive allocation.
+//
+// At 100 000 jobs a placement builds one for nearly every job each round:
+// its size is most of what a round allocates, hence the 32-bit fields.
 type job struct {
 	id   api.JobID
-	slot int // index in PlaceJobs' list
 	want int
 	k    int // GPUs per worker
-	// old is Current[id] as given; at is the node index of each old worker,
-	// or -1 when its node is gone.
-	old []api.NodeName
-	at  []int
 	// survivors counts, per live node, the old workers whose index is below
 	// want: those keep their identity through a resize and can stay put.
 	survivors []nodeCount
-	// kept says the job is unchanged and stays exactly where it is.
-	kept bool
 	// final is the number of workers per node in the new placement.
 	final []nodeCount
+	// kept says the job is unchanged and stays exactly where it is.
+	kept bool
 	// compacted says compact laid the job whole on a node, to gather it
 	// or to make room for one; reshape leaves it there.
 	compacted bool
+	// moves says output found the job not exactly where it runs.
+	moves bool
+	// intact says every old worker's node exists; had is the number of
+	// old workers (of Current, as given). Their nodes are not kept: only
+	// the jobs that move need them again (see oldNodes).
+	intact bool
+	had    int32
+	slot   int32 // index in PlaceJobs' list
 }
 
 // nodeCount is a number of workers on one node, by index in name order.
-type nodeCount struct{ node, n int }
+type nodeCount struct{ node, n int32 }
 
-func newState(in []api.Node, count int, get func(i int) Job) (*state, error) {
+// Nodes is a set of nodes made ready for placements: checked, in name
+// order, and indexed by name. A caller that places often on the same
+// nodes makes it once and keeps it while they stay the same (at 32 768
+// nodes, building it is a tenth of what a round allocates).
+type Nodes struct {
+	names    []api.NodeName
+	caps     []int
+	index    map[api.NodeName]int
+	capacity int
+}
+
+// NewNodes checks and indexes nodes, given in any order with unique, non-empty
+// names and non-negative GPUs; an error wraps ErrInvalidInput.
+func NewNodes(in []api.Node) (*Nodes, error) {
 	nodes := in
 	byName := func(a, b api.Node) int { return cmp.Compare(a.Name, b.Name) }
 	if !slices.IsSortedFunc(nodes, byName) {
 		nodes = slices.Clone(in)
 		slices.SortFunc(nodes, byName)
 	}
-	s := &state{names: make([]api.NodeName, 0, len(nodes)), caps: make([]int, 0, len(nodes))}
-	index := make(map[api.NodeName]int, len(nodes))
-	capacity := 0
+	if len(nodes) > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: more than %d nodes", ErrInvalidInput, math.MaxInt32)
+	}
+	ns := &Nodes{names: make([]api.NodeName, 0, len(nodes)), caps: make([]int, 0, len(nodes)), index: make(map[api.NodeName]int, len(nodes))}
 	for i, n := range nodes {
 		switch {
 		case n.Name == "":
@@ -244,17 +303,30 @@ func newState(in []api.Node, count int, get func(i int) Job) (*state, error) {
 		case i > 0 && nodes[i-1].Name == n.Name:
 			return nil, fmt.Errorf("%w: node %s is listed twice", ErrInvalidInput, n.Name)
 		}
-		if n.GPUs > math.MaxInt-capacity {
+		if n.GPUs > math.MaxInt-ns.capacity {
 			return nil, fmt.Errorf("%w: the nodes' GPUs overflow an int", ErrInvalidInput)
 		}
-		capacity += n.GPUs
-		index[n.Name] = i
-		s.names = append(s.names, n.Name)
-		s.caps = append(s.caps, n.GPUs)
+		ns.capacity += n.GPUs
+		ns.index[n.Name] = i
+		ns.names = append(ns.names, n.Name)
+		ns.caps = append(ns.caps, n.GPUs)
 	}
+	return ns, nil
+}
+
+// Len returns the number of nodes.
+func (ns *Nodes) Len() int { return len(ns.names) }
+
+// Node returns the i-th node in name order.
+func (ns *Nodes) Node(i int) api.Node { return api.Node{Name: ns.names[i], GPUs: ns.caps[i]} }
+
+func newState(nodes *Nodes, count int, get func(i int) Job) (*state, error) {
+	// The node lists are shared with nodes, read-only.
+	s := &state{names: nodes.names, caps: nodes.caps, get: get, index: nodes.index, sc: &scratch{}}
+	capacity := nodes.capacity
 	s.free = slices.Clone(s.caps)
 	// One pass over the jobs (reading each costs a cache miss at 100 000
-	// jobs), into slabs for the jobs and for their old workers' nodes: one
+	// jobs), into slabs for the jobs and their survivors' counts: one
 	// allocation per job cost more than the placing.
 	const slab = 1024
 	total := 0
@@ -286,24 +358,12 @@ func newState(in []api.Node, count int, get func(i int) Job) (*state, error) {
 		if len(jobs) == cap(jobs) {
 			jobs = make([]job, 0, slab)
 		}
-		if n := len(in.Current); cap(at)-len(at) < n {
-			at = make([]int, 0, max(n, 8*slab))
-		}
-		jobs = append(jobs, job{id: in.ID, want: in.Workers, k: k, old: in.Current, slot: i})
+		at = s.oldNodes(in.Current, at)
+		jobs = append(jobs, job{id: in.ID, want: in.Workers, k: k, slot: int32(i),
+			had: int32(min(len(at), math.MaxInt32)), intact: !slices.Contains(at, -1)})
 		j := &jobs[len(jobs)-1]
-		j.at = at[len(at) : len(at)+len(in.Current) : len(at)+len(in.Current)]
-		at = at[:len(at)+len(in.Current)]
 		live = live[:0]
-		for w, name := range in.Current {
-			// Workers of a job mostly share nodes: the same name is the
-			// same string, compared without hashing.
-			n := -1
-			if w > 0 && name == in.Current[w-1] {
-				n = j.at[w-1]
-			} else if x, ok := index[name]; ok {
-				n = x
-			}
-			j.at[w] = n
+		for w, n := range at {
 			if n >= 0 && w < in.Workers {
 				live = append(live, n)
 			}
@@ -322,17 +382,35 @@ func newState(in []api.Node, count int, get func(i int) Job) (*state, error) {
 	return s, nil
 }
 
+// oldNodes returns the node index of each old worker of a job, given its
+// Current, or -1 where its node is gone, in buf's storage.
+func (s *state) oldNodes(current []api.NodeName, buf []int) []int {
+	buf = buf[:0]
+	for w, name := range current {
+		// Workers of a job mostly share nodes: the same name is the same
+		// string, compared without hashing.
+		n := -1
+		if w > 0 && name == current[w-1] {
+			n = buf[w-1]
+		} else if x, ok := s.index[name]; ok {
+			n = x
+		}
+		buf = append(buf, n)
+	}
+	return buf
+}
+
 // countNodes appends a list of node indices to out as sorted per-node
 // counts.
 func countNodes(nodes []int, out []nodeCount) []nodeCount {
 	slices.Sort(nodes)
 	first := len(out)
 	for _, n := range nodes {
-		if k := len(out); k > first && out[k-1].node == n {
+		if k := len(out); k > first && out[k-1].node == int32(n) {
 			out[k-1].n++
 			continue
 		}
-		out = append(out, nodeCount{node: n, n: 1})
+		out = append(out, nodeCount{node: int32(n), n: 1})
 	}
 	return out
 }
@@ -356,35 +434,40 @@ func bySizeDesc(a, b *job) int {
 // already overfills a node (a node that shrank) can stop that; then the
 // larger jobs keep their places and the others are repacked.
 func (s *state) keepUnchanged() {
-	// Usually the unchanged jobs fit together where they are; then each
-	// fits at its turn in any order, and the sort is not needed.
-	order := make([]*job, 0, len(s.jobs))
-	load := make([]int, len(s.free))
+	unchanged := func(j *job) bool { return j.want == int(j.had) && j.intact }
+	load := s.sc.ints(len(s.free))
+	defer s.sc.give(load)
 	for _, j := range s.jobs {
-		if j.want != len(j.old) || slices.Contains(j.at, -1) {
-			continue
-		}
-		order = append(order, j)
-		for _, c := range j.survivors {
-			load[c.node] += c.n * j.k
+		if unchanged(j) {
+			for _, c := range j.survivors {
+				load[c.node] += int(c.n) * j.k
+			}
 		}
 	}
+	// Usually the unchanged jobs fit together where they are; then each
+	// fits at its turn in any order, and neither a list of them nor a sort
+	// is needed.
+	order := s.jobs
 	for n, l := range load {
 		if l > s.free[n] {
+			order = slices.DeleteFunc(slices.Clone(s.jobs), func(j *job) bool { return !unchanged(j) })
 			slices.SortFunc(order, bySizeDesc)
 			break
 		}
 	}
 	for _, j := range order {
+		if !unchanged(j) {
+			continue
+		}
 		fits := true
 		for _, c := range j.survivors {
-			fits = fits && c.n*j.k <= s.free[c.node]
+			fits = fits && int(c.n)*j.k <= s.free[c.node]
 		}
 		if !fits {
 			continue
 		}
 		for _, c := range j.survivors {
-			s.free[c.node] -= c.n * j.k
+			s.free[c.node] -= int(c.n) * j.k
 		}
 		j.kept = true
 		j.final = j.survivors
@@ -400,9 +483,18 @@ func (s *state) fork() *state {
 	t := *s
 	t.free = slices.Clone(s.free)
 	t.jobs = slices.Clone(s.jobs)
+	// The copies in one slab: thousands of jobs change in some rounds.
+	n := 0
+	for _, j := range t.jobs {
+		if !j.kept {
+			n++
+		}
+	}
+	copies := make([]job, 0, n)
 	for i, j := range t.jobs {
 		if !j.kept {
-			t.own(i)
+			copies = append(copies, *j)
+			t.jobs[i] = &copies[len(copies)-1]
 		}
 	}
 	return &t
@@ -426,22 +518,42 @@ func (s *state) unkeep() {
 // output binds worker indices to nodes and lists the jobs that do not stay
 // exactly where they run, with their moves, by slot.
 func (s *state) output() []Moved {
-	room := make([]int, len(s.names))
-	var nodes []int
-	var out []Moved
+	room := s.sc.ints(len(s.names))
+	defer s.sc.give(room)
+	var at, nodes []int
+	// Counted first, then built in a slice of the exact size: at 100 000
+	// jobs thousands can move.
+	count := 0
 	for _, j := range s.jobs {
-		nodes = bindIndices(j, room, nodes)
-		if sameNodes(nodes, j.at) {
+		if j.untouched() {
 			continue
 		}
-		m := Moved{Slot: j.slot, Nodes: make([]api.NodeName, len(nodes))}
+		at = s.oldNodes(s.get(int(j.slot)).Current, at)
+		nodes = bindIndices(j, at, room, nodes)
+		j.moves = !slices.Equal(nodes, at)
+		if j.moves {
+			count++
+		}
+	}
+	if count == 0 {
+		return nil
+	}
+	out := make([]Moved, 0, count)
+	for _, j := range s.jobs {
+		if !j.moves {
+			continue
+		}
+		old := s.get(int(j.slot)).Current
+		at = s.oldNodes(old, at)
+		nodes = bindIndices(j, at, room, nodes)
+		m := Moved{Slot: int(j.slot), Nodes: make([]api.NodeName, len(nodes))}
 		for i, n := range nodes {
 			m.Nodes[i] = s.names[n]
 		}
-		surviving := min(len(j.old), j.want)
+		surviving := min(len(old), j.want)
 		for i := range surviving {
-			if j.old[i] != m.Nodes[i] {
-				m.Moves = append(m.Moves, api.WorkerMove{Index: i, From: j.old[i], To: m.Nodes[i]})
+			if old[i] != m.Nodes[i] {
+				m.Moves = append(m.Moves, api.WorkerMove{Index: i, From: old[i], To: m.Nodes[i]})
 			}
 		}
 		m.RestartAll = len(m.Moves) > 0 && len(m.Moves) == surviving
@@ -450,26 +562,28 @@ func (s *state) output() []Moved {
 	return out
 }
 
-// sameNodes reports whether a job's new nodes are its old ones, all of
-// which exist, worker for worker.
-func sameNodes(nodes, at []int) bool {
-	return len(nodes) == len(at) && slices.Equal(nodes, at)
+// untouched reports whether the job was kept where it runs and nothing
+// moved it since: every old worker then keeps its node (bindIndices gives
+// back its old nodes), which output need not look up.
+func (j *job) untouched() bool {
+	return j.want == int(j.had) && j.intact && len(j.final) > 0 &&
+		len(j.final) == len(j.survivors) && &j.final[0] == &j.survivors[0]
 }
 
-// bindIndices turns the job's per-node counts into a node per worker index:
-// a surviving worker stays on its node while the job still has room there
-// (lowest indices first), and the other indices fill the remaining room in
-// node name order. room is scratch space, zero on entry and on return;
-// the result reuses buf's storage.
-func bindIndices(j *job, room []int, buf []int) []int {
+// bindIndices turns the job's per-node counts into a node per worker index,
+// given its old workers' nodes (oldNodes): a surviving worker stays on its
+// node while the job still has room there (lowest indices first), and the
+// other indices fill the remaining room in node name order. room is scratch
+// space, zero on entry and on return; the result reuses buf's storage.
+func bindIndices(j *job, at, room, buf []int) []int {
 	for _, c := range j.final {
-		room[c.node] += c.n
+		room[c.node] += int(c.n)
 	}
 	nodes := slices.Grow(buf[:0], j.want)[:j.want]
 	for i := range nodes {
 		nodes[i] = -1
-		if i < len(j.at) {
-			if n := j.at[i]; n >= 0 && room[n] > 0 {
+		if i < len(at) {
+			if n := at[i]; n >= 0 && room[n] > 0 {
 				nodes[i] = n
 				room[n]--
 			}
@@ -483,7 +597,7 @@ func bindIndices(j *job, room []int, buf []int) []int {
 		for room[j.final[k].node] == 0 {
 			k++
 		}
-		nodes[i] = j.final[k].node
+		nodes[i] = int(j.final[k].node)
 		room[nodes[i]]--
 	}
 	return nodes

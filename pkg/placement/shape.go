@@ -32,7 +32,7 @@ func (s *state) reshape(rate func(api.JobID, []int) float64) {
 	order := slices.Clone(s.jobs)
 	for _, j := range s.jobs {
 		for _, c := range j.final {
-			free[c.node] -= c.n * j.k
+			free[c.node] -= int(c.n) * j.k
 		}
 	}
 	slices.SortFunc(order, bySizeDesc)
@@ -60,11 +60,11 @@ type reshaper struct {
 // job reshapes one job and updates free.
 func (r *reshaper) job(j *job) {
 	for _, c := range j.final {
-		r.free[c.node] += c.n * j.k
+		r.free[c.node] += int(c.n) * j.k
 	}
 	defer func() {
 		for _, c := range j.final {
-			r.free[c.node] -= c.n * j.k
+			r.free[c.node] -= int(c.n) * j.k
 		}
 	}()
 	if j.want < 2 || j.compacted {
@@ -145,7 +145,7 @@ func (r *reshaper) score(j *job) float64 {
 func (r *reshaper) lay(j *job) {
 	clear(r.surv)
 	for _, c := range j.survivors {
-		r.surv[c.node] = c.n
+		r.surv[c.node] = int(c.n)
 	}
 	used := make([]bool, len(r.avail))
 	final := make([]nodeCount, 0, len(r.best))
@@ -165,9 +165,9 @@ func (r *reshaper) lay(j *job) {
 			}
 		}
 		used[pick] = true
-		final = append(final, nodeCount{node: pick, n: p})
+		final = append(final, nodeCount{node: int32(pick), n: int32(p)})
 	}
-	slices.SortFunc(final, func(a, b nodeCount) int { return a.node - b.node })
+	slices.SortFunc(final, func(a, b nodeCount) int { return int(a.node - b.node) })
 	j.final = final
 }
 
@@ -176,7 +176,7 @@ func (r *reshaper) lay(j *job) {
 func (j *job) layout(dst []int) []int {
 	dst = dst[:0]
 	for _, c := range j.final {
-		dst = append(dst, c.n*j.k)
+		dst = append(dst, int(c.n)*j.k)
 	}
 	slices.SortFunc(dst, func(a, b int) int { return cmp.Compare(b, a) })
 	return dst

@@ -94,8 +94,9 @@ type Engine struct {
 	decision algorithm.Decision
 	moved    []placement.Moved
 	nodes    map[api.NodeName]int
-	// sortedNodes caches Nodes(); nil when the nodes changed.
-	sortedNodes []api.Node
+	// placeNodes caches the nodes made ready for placement; nil when the
+	// nodes changed.
+	placeNodes *placement.Nodes
 	// nodeGPUs is the buffer of the policy's Snapshot.NodeGPUs.
 	nodeGPUs []int
 	// needPlacement forces placement at the next round even if no
@@ -289,7 +290,7 @@ func (e *Engine) Step(ev Event) error {
 			return fmt.Errorf("node %s is not known", ev.Name)
 		}
 		delete(e.nodes, ev.Name)
-		e.sortedNodes, e.needPlacement, e.dirty = nil, true, true
+		e.placeNodes, e.needPlacement, e.dirty = nil, true, true
 	case Progress:
 		return e.progress(ev)
 	case SetPolicy:
@@ -426,7 +427,7 @@ func (e *Engine) setNode(n api.Node) error {
 	}
 	if old, ok := e.nodes[n.Name]; !ok || old != n.GPUs {
 		e.nodes[n.Name] = n.GPUs
-		e.sortedNodes, e.needPlacement, e.dirty = nil, true, true
+		e.placeNodes, e.needPlacement, e.dirty = nil, true, true
 	}
 	return nil
 }
@@ -662,13 +663,16 @@ func (e *Engine) Tick() (api.Plan, error) {
 	return plan, nil
 }
 
-// nodeList returns the nodes for placement, sorted by name; callers must not
-// modify it.
-func (e *Engine) nodeList() []api.Node {
-	if e.sortedNodes == nil {
-		e.sortedNodes = e.Nodes()
+// nodeList returns the nodes made ready for placement, in name order.
+func (e *Engine) nodeList() (*placement.Nodes, error) {
+	if e.placeNodes == nil {
+		ns, err := placement.NewNodes(e.Nodes())
+		if err != nil {
+			return nil, err
+		}
+		e.placeNodes = ns
 	}
-	return e.sortedNodes
+	return e.placeNodes, nil
 }
 
 // forget undoes the assumption behind a failed action and asks for another

@@ -33,14 +33,17 @@ var _ Policy = AFSL{}
 // Name implements Policy.
 func (AFSL) Name() string { return NameAFSL }
 
+// afsState is one job in AFS-L's tournament. A round holds one per job:
+// 48 bytes, with its workers as 32 bits (they are at most the cluster's
+// GPUs).
 type afsState struct {
 	job    *Job
-	n      int
-	active bool
 	rem    float64 // remaining time at one GPU (+Inf unknown)
 	length float64 // remaining time at the current allocation
 	gNew   float64 // relative gain against the new throughput (as B)
 	gCur   float64 // relative gain against the current throughput (as A)
+	n      int32
+	active bool
 }
 
 func (a *afsState) refresh() {
@@ -48,7 +51,7 @@ func (a *afsState) refresh() {
 		a.length, a.gNew, a.gCur = math.Inf(1), 1, math.Inf(1)
 		return
 	}
-	cur, next := a.job.S(a.n), a.job.S(a.n+1)
+	cur, next := a.job.S(int(a.n)), a.job.S(int(a.n)+1)
 	a.length = math.Inf(1)
 	if cur > 0 {
 		a.length = a.rem / cur
@@ -97,13 +100,13 @@ func (t *tournament) grant(c *capacity, d *Decision) bool {
 	case !wasZero:
 		a.active = false
 	case c.fits(j.k(), j.Min):
-		a.n = j.Min
+		a.n = int32(j.Min)
 		c.take(j.k(), j.Min)
 	default:
 		a.active = false
 		d.reason(t.idx[w], noRoom(j, j.Min, c))
 	}
-	if a.active && (a.n >= j.Max || !(j.S(a.n+1) > j.S(a.n))) {
+	if n := int(a.n); a.active && (n >= j.Max || !(j.S(n+1) > j.S(n))) {
 		a.active = false
 	}
 	a.refresh()
@@ -121,10 +124,10 @@ func (AFSL) decide(s *Snapshot, d *Decision) error {
 	}
 	for p := range t.st {
 		a, i := &t.st[p], t.idx[p]
-		d.Workers[i] = a.n
+		d.Workers[i] = int(a.n)
 		switch {
 		case a.n > 0:
-			d.reason(i, allocated(a.job, a.n))
+			d.reason(i, allocated(a.job, int(a.n)))
 		case a.active:
 			d.reason(i, noRoom(a.job, a.job.Min, &c))
 		}

@@ -38,19 +38,19 @@ func naiveAFSL(s *Snapshot) api.Allocation {
 			a.n++
 			free--
 		case a.job.Min <= free:
-			a.n = a.job.Min
+			a.n = int32(a.job.Min)
 			free -= a.job.Min
 		default:
 			a.active = false
 		}
-		if a.active && (a.n >= a.job.Max || !(a.job.S(a.n+1) > a.job.S(a.n))) {
+		if n := int(a.n); a.active && (n >= a.job.Max || !(a.job.S(n+1) > a.job.S(n))) {
 			a.active = false
 		}
 		a.refresh()
 	}
 	out := api.Allocation{}
 	for _, a := range st {
-		out[a.job.ID] = a.n
+		out[a.job.ID] = int(a.n)
 	}
 	return out
 }

@@ -49,16 +49,24 @@ func (s *state) compact(base *state, rate func(api.JobID, []int) float64) *state
 	best := s
 	room, whole := s.keptLayout()
 	defer s.sc.give(room)
+	// An attempt not kept lends its storage to the next one: thousands of
+	// jobs change in some rounds, and each attempt copies them.
+	var spare *state
 	for _, ji := range spread[:min(len(spread), maxCompactions)] {
 		ev, ok := s.evictionFor(ji, done, room, whole)
 		if !ok {
 			continue
 		}
-		t, ok := evicted(base, append(done, ev))
+		t, ok := evicted(base, append(done, ev), spare)
+		spare = t
 		if !ok {
 			continue
 		}
 		if tex := t.excess(); tex < ex {
+			spare = nil
+			if best != s {
+				spare = best
+			}
 			best, ex = t, tex
 			done = append(done, ev)
 		}
@@ -192,13 +200,14 @@ func (s *state) evictionFor(ji int, done []eviction, room []int, whole lones) (e
 
 // evicted places again with the evictions applied: each evicted job is
 // packed anew with no preference for its old node, and each gathered job
-// prefers its chosen node.
-func evicted(base *state, evs []eviction) (*state, bool) {
-	t := base.fork()
+// prefers its chosen node. It forks base into spare's storage (see
+// forkInto) and returns the fork, also when the attempt fails (false).
+func evicted(base *state, evs []eviction, spare *state) (*state, bool) {
+	t := base.forkInto(spare)
 	for _, ev := range evs {
 		for _, e := range ev.evicted {
 			if !t.jobs[e].kept {
-				return nil, false
+				return t, false
 			}
 			o := t.own(e)
 			t.release(o)
@@ -218,18 +227,18 @@ func evicted(base *state, evs []eviction) (*state, bool) {
 	}
 	rows, err := t.pack(false)
 	if err != nil {
-		return nil, false
+		return t, false
 	}
 	if err := t.layOut(rows); err != nil {
-		return nil, false
+		return t, false
 	}
 	for _, ev := range evs {
 		if len(t.jobs[ev.job].final) != 1 {
-			return nil, false
+			return t, false
 		}
 		for _, e := range ev.evicted {
 			if len(t.jobs[e].final) != 1 {
-				return nil, false
+				return t, false
 			}
 		}
 	}
@@ -252,10 +261,6 @@ func evicted(base *state, evs []eviction) (*state, bool) {
 
 // need is the fewest nodes that could hold the job's workers.
 func (s *state) need(j *job) int {
-	if s.desc == nil {
-		s.desc = slices.Clone(s.caps)
-		slices.SortFunc(s.desc, func(a, b int) int { return cmp.Compare(b, a) })
-	}
 	n, g := 0, j.want*j.k
 	for _, c := range s.desc {
 		if g <= 0 {

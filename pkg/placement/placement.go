@@ -198,7 +198,7 @@ type state struct {
 	caps  []int
 	free  []int // GPUs not yet promised to a job
 	jobs  []*job
-	// desc is caps sorted largest first, filled when first needed.
+	// desc is caps sorted largest first.
 	desc []int
 	// repacked says every job was packed anew (workers of several GPUs
 	// found no room otherwise).
@@ -208,6 +208,8 @@ type state struct {
 	index map[api.NodeName]int
 	// sc lends per-node scratch space to every step, forks included.
 	sc *scratch
+	// copies holds a fork's own copies of the jobs that are not kept.
+	copies []job
 }
 
 // scratch lends the steps of one placement lists of an int per node: at
@@ -277,6 +279,7 @@ type nodeCount struct{ node, n int32 }
 type Nodes struct {
 	names    []api.NodeName
 	caps     []int
+	desc     []int // caps, largest first
 	index    map[api.NodeName]int
 	capacity int
 }
@@ -311,6 +314,8 @@ func NewNodes(in []api.Node) (*Nodes, error) {
 		ns.names = append(ns.names, n.Name)
 		ns.caps = append(ns.caps, n.GPUs)
 	}
+	ns.desc = slices.Clone(ns.caps)
+	slices.SortFunc(ns.desc, func(a, b int) int { return cmp.Compare(b, a) })
 	return ns, nil
 }
 
@@ -322,7 +327,7 @@ func (ns *Nodes) Node(i int) api.Node { return api.Node{Name: ns.names[i], GPUs:
 
 func newState(nodes *Nodes, count int, get func(i int) Job) (*state, error) {
 	// The node lists are shared with nodes, read-only.
-	s := &state{names: nodes.names, caps: nodes.caps, get: get, index: nodes.index, sc: &scratch{}}
+	s := &state{names: nodes.names, caps: nodes.caps, desc: nodes.desc, get: get, index: nodes.index, sc: &scratch{}}
 	capacity := nodes.capacity
 	s.free = slices.Clone(s.caps)
 	// One pass over the jobs (reading each costs a cache miss at 100 000
@@ -479,10 +484,20 @@ func (s *state) keepUnchanged() {
 // the steps that follow (pack, layOut) only read, and owns copies of the
 // other jobs, which layOut fills in. A step that changes a kept job must
 // own it first (see own).
-func (s *state) fork() *state {
+func (s *state) fork() *state { return s.forkInto(nil) }
+
+// forkInto is fork reusing the storage of spare, an earlier fork no longer
+// needed (nil for none), which must not be used again.
+func (s *state) forkInto(spare *state) *state {
 	t := *s
-	t.free = slices.Clone(s.free)
-	t.jobs = slices.Clone(s.jobs)
+	var jobs []*job
+	var free []int
+	var copies []job
+	if spare != nil {
+		jobs, free, copies = spare.jobs[:0], spare.free[:0], spare.copies[:0]
+	}
+	t.free = append(free, s.free...)
+	t.jobs = append(jobs, s.jobs...)
 	// The copies in one slab: thousands of jobs change in some rounds.
 	n := 0
 	for _, j := range t.jobs {
@@ -490,13 +505,16 @@ func (s *state) fork() *state {
 			n++
 		}
 	}
-	copies := make([]job, 0, n)
+	if cap(copies) < n {
+		copies = make([]job, 0, n)
+	}
 	for i, j := range t.jobs {
 		if !j.kept {
 			copies = append(copies, *j)
 			t.jobs[i] = &copies[len(copies)-1]
 		}
 	}
+	t.copies = copies
 	return &t
 }
 

@@ -23,7 +23,7 @@ import (
 func ServiceOrder(p Policy, s *Snapshot) []int {
 	switch p := p.(type) {
 	case SRJF, ElasticSRJF, AFSL:
-		return order(s.Jobs, byRemaining(s.Jobs))
+		return remainingOrder(s.Jobs)
 	case Tiresias:
 		idx, _ := tiresiasOrder(s, p.Config, nil)
 		return idx

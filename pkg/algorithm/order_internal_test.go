@@ -3,6 +3,7 @@ package algorithm
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -85,4 +86,31 @@ func sameOrderBy(jobs []Job, a, b []int, alike func(x, y int) bool) bool {
 		p, q := &jobs[x], &jobs[y]
 		return x == y || (p.ID == q.ID && p.Submitted.Equal(q.Submitted) && p.FirstStarted.Equal(q.FirstStarted) && alike(x, y))
 	})
+}
+
+// remainingOrder sorts exactly as the comparator it stands in for, with
+// ties, unknown (negative, NaN, infinite) and signed-zero remaining times,
+// for jobs in arrival order (the engine's, sorted on a dense copy) and in
+// any order (the comparator itself).
+func TestRemainingOrderMatchesComparator(t *testing.T) {
+	rems := []float64{-1, math.NaN(), math.Inf(1), 0, math.Copysign(0, -1), 5, 5, 7.5, 1e9}
+	times := []time.Time{{}, time.Unix(0, 0), time.Unix(1700000000, 5), time.Unix(1700000000, 6)}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 600 {
+		jobs := make([]Job, 1+rng.IntN(60))
+		for i := range jobs {
+			id := fmt.Sprintf("j%03d", i)
+			if round%4 == 3 {
+				id = fmt.Sprintf("j%d", rng.IntN(20)) // repeated IDs: not arrival order
+			}
+			jobs[i] = Job{ID: api.JobID(id), Submitted: times[rng.IntN(len(times))], Remaining: rems[rng.IntN(len(rems))], Min: 1, Max: 1}
+		}
+		if round%2 == 1 {
+			slices.SortStableFunc(jobs, func(a, b Job) int { return byArrival(&a, &b) })
+		}
+		got, want := remainingOrder(jobs), order(jobs, byRemaining(jobs))
+		if !sameOrderBy(jobs, got, want, func(x, y int) bool { return jobs[x].remaining() == jobs[y].remaining() }) {
+			t.Fatalf("round %d: %v, comparator %v", round, got, want)
+		}
+	}
 }

@@ -1,6 +1,9 @@
 package algorithm
 
-import "cmp"
+import (
+	"cmp"
+	"slices"
+)
 
 // SRJF serves the job with the shortest estimated remaining time first, each
 // at its requested size, with backfilling, recomputed at every event (so it
@@ -28,7 +31,7 @@ func (ElasticSRJF) Name() string { return NameElasticSRJF }
 func (p SRJF) Allocate(s Snapshot) (Result, error) { return allocate(p, s) }
 
 func (SRJF) decide(s *Snapshot, d *Decision) error {
-	rigid(s, order(s.Jobs, byRemaining(s.Jobs)), d)
+	rigid(s, remainingOrder(s.Jobs), d)
 	return nil
 }
 
@@ -36,7 +39,7 @@ func (SRJF) decide(s *Snapshot, d *Decision) error {
 func (p ElasticSRJF) Allocate(s Snapshot) (Result, error) { return allocate(p, s) }
 
 func (ElasticSRJF) decide(s *Snapshot, d *Decision) error {
-	elastic(s, order(s.Jobs, byRemaining(s.Jobs)), d)
+	elastic(s, remainingOrder(s.Jobs), d)
 	return nil
 }
 
@@ -44,4 +47,36 @@ func byRemaining(jobs []Job) func(x, y int) int {
 	return func(x, y int) int {
 		return cmp.Compare(jobs[x].remaining(), jobs[y].remaining())
 	}
+}
+
+// remainingOrder is order(jobs, byRemaining(jobs)). When the jobs come in
+// arrival order, as the engine passes them, ties go to the lower index,
+// and the sort compares a dense copy of the remaining times with the
+// indices: comparing jobs through their records (a cache miss each at
+// 100 000 jobs) was a third of an SRJF round.
+func remainingOrder(jobs []Job) []int {
+	for i := 1; i < len(jobs); i++ {
+		if byArrival(&jobs[i-1], &jobs[i]) >= 0 {
+			return order(jobs, byRemaining(jobs))
+		}
+	}
+	type key struct {
+		rem float64
+		i   int32
+	}
+	keys := make([]key, len(jobs))
+	for i := range jobs {
+		keys[i] = key{jobs[i].remaining(), int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.rem, b.rem); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	idx := make([]int, len(jobs))
+	for n, k := range keys {
+		idx[n] = int(k.i)
+	}
+	return idx
 }

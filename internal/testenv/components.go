@@ -199,6 +199,13 @@ func (e *Env) startMPIOperator(ctx context.Context) error {
 		"--lock-namespace=" + lockNamespace,
 		"--threadiness=4",
 		"--monitoring-port=0",
+		// Its workqueue's default, 10 events a second across all jobs,
+		// delays a job's sync by seconds while pods start; every event
+		// meanwhile doubles the job's backoff, so one failed sync then
+		// (a conflict writing the MPIJob's status is common) leaves the
+		// job unhandled for up to 1 000 s (docs/controller.md, Limits).
+		"--controller-queue-rate-limit=1000",
+		"--controller-queue-burst=1000",
 	}, e.operatorRate()...))
 	if err != nil {
 		return err

@@ -170,6 +170,10 @@ type Controller struct {
 	// leftSince holds when pods of a suspended MPIJob were first seen
 	// left (lag.go); guarded by estMu too.
 	leftSince map[api.JobID]time.Time
+	// unrecordedSince holds when a suspended MPIJob ready to resume was
+	// first found with its suspension not yet recorded by mpi-operator
+	// (lag.go); guarded by estMu too.
+	unrecordedSince map[api.JobID]time.Time
 	// batches holds what the controller keeps of each job that lets it
 	// choose its batch size; guarded by estMu too.
 	batches map[api.JobID]*batchState
@@ -271,6 +275,8 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		hostsBehind:  map[api.JobID]time.Time{},
 		surplusSince: map[api.JobID]time.Time{},
 		leftSince:    map[api.JobID]time.Time{},
+
+		unrecordedSince: map[api.JobID]time.Time{},
 	}, nil
 }
 

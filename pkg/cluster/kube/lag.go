@@ -22,7 +22,9 @@ import (
 // mpi-operator (v0.6.0, and v0.7.0 still) adds every event of an MPIJob's
 // pods to its workqueue with a per-job exponential backoff: 5 ms, doubled
 // for each event or failed sync since the job's last successful sync, up
-// to 1 000 s. A burst of pod events with one failed sync among them (a
+// to 1 000 s; and behind a limit of 10 events a second across all jobs by
+// default (v0.7.0 can raise it), under which every event while a job's
+// sync waits doubles the job's backoff. A burst of pod events with one failed sync among them (a
 // conflict writing the MPIJob's status is common) leaves the events that
 // follow unhandled for minutes. Two of its chores matter to Voda then, and
 // the controller, which sees the workers itself, does them when it falls
@@ -54,6 +56,14 @@ import (
 //     itself, which creates the workers: a job resumed while it still
 //     lags starts when it catches up, or gives its GPUs back at the gang
 //     timeout.)
+//
+// The controller's own writes to an MPIJob can make mpi-operator fall
+// behind: a write that lands while mpi-operator syncs the job fails the
+// status update that ends its sync, and after a burst of events the retry
+// comes minutes later. A suspended MPIJob is therefore resumed only once
+// mpi-operator has recorded the suspension (the condition Suspended, the
+// last step of the sync that carried it out), or surplusGrace after the
+// controller first found it unrecorded, the pods being gone.
 
 const (
 	// discoverHostsKey is the script's key in the ConfigMap.
@@ -171,11 +181,26 @@ func (c *Controller) clearLeft(ctx context.Context, tj *v1alpha1.TrainingJob, id
 }
 
 // noneLeft forgets when pods of job id's suspended MPIJob were first seen
-// left: none are.
+// left, and when it was first found unrecorded: it resumes.
 func (c *Controller) noneLeft(id api.JobID) {
 	c.estMu.Lock()
 	delete(c.leftSince, id)
+	delete(c.unrecordedSince, id)
 	c.estMu.Unlock()
+}
+
+// unrecorded returns how long to wait before resuming job id's suspended
+// child (state st), whose pods are gone: while mpi-operator has not
+// recorded the suspension (its condition Suspended), up to surplusGrace
+// from when the controller first found it so (0: resume now).
+func (c *Controller) unrecorded(rt *workload, id api.JobID, st childState) time.Duration {
+	if !rt.lags || !st.suspended || st.recorded {
+		return 0
+	}
+	c.estMu.Lock()
+	defer c.estMu.Unlock()
+	wait, _ := graceLeft(c.unrecordedSince, id, time.Now(), surplusGrace)
+	return max(wait, 0)
 }
 
 // graceLeft notes now in first as when job id was first seen lagging, if

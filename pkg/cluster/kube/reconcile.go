@@ -545,6 +545,17 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 	} else if why := c.retuneDue(tj, id, n, st); why != "" {
 		return time.Second, c.restartWhole(ctx, tj, rt, child, why,
 			"its workers read their batch size when they start, so the job restarts from its checkpoint")
+	} else if wait := c.unrecorded(rt, id, st); wait > 0 {
+		// Resumed before the operator recorded the suspension, the write
+		// would meet the operator's status write for it (see lag.go).
+		msg := "restarting: waiting for mpi-operator to record the suspension"
+		if err := c.showRunning(ctx, tj, id, seen{why: msg}); err != nil {
+			return 0, err
+		}
+		if recheck, err := c.checkGang(ctx, tj, rt, id, int(n), 0, 0); recheck <= 0 || err != nil {
+			return 0, err
+		}
+		return min(wait, time.Second), nil
 	} else if st.suspended {
 		c.noneLeft(id)
 		if err := c.resumeChild(ctx, tj, rt, child, n); err != nil {

@@ -84,10 +84,13 @@ type childState struct {
 	// succeeded or failed, with the condition's message.
 	succeeded, failed bool
 	message           string
+	// recorded says the operator has recorded the suspension: the
+	// condition Suspended is True.
+	recorded bool
 }
 
 // read returns a child's state. Both operators keep the Kubeflow job
-// conditions (Succeeded, Failed) and runPolicy.suspend.
+// conditions (Succeeded, Failed, Suspended) and runPolicy.suspend.
 func (r *workload) read(u *unstructured.Unstructured) childState {
 	var s childState
 	if n, ok, _ := unstructured.NestedInt64(u.Object, r.replicas...); ok {
@@ -106,6 +109,8 @@ func (r *workload) read(u *unstructured.Unstructured) childState {
 			s.succeeded, s.message = true, msg
 		case "Failed":
 			s.failed, s.message = true, msg
+		case "Suspended":
+			s.recorded = true
 		}
 	}
 	return s

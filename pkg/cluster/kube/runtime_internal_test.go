@@ -34,9 +34,10 @@ func TestSlimChildReadsAsWhole(t *testing.T) {
 				tj.Spec.Template = v1alpha1.TrainingJobTemplate{PyTorchJob: &v1alpha1.PyTorchJobTemplate{Worker: pod(v1alpha1.PyTorchContainer)}}
 			}
 			for _, state := range []struct {
-				sizes   string
-				suspend bool
-				conds   []any
+				sizes    string
+				suspend  bool
+				conds    []any
+				recorded bool // the operator has recorded the suspension
 			}{
 				{},
 				{sizes: "1:256:256:1 2:512:256:1", suspend: true},
@@ -45,6 +46,11 @@ func TestSlimChildReadsAsWhole(t *testing.T) {
 					map[string]any{"type": "Succeeded", "status": "True", "reason": "Done", "message": "job succeeded"},
 				}},
 				{conds: []any{map[string]any{"type": "Failed", "status": "True", "message": "worker 2 exited"}}},
+				{suspend: true, recorded: true, conds: []any{
+					map[string]any{"type": "Running", "status": "False", "reason": "MPIJobSuspended", "message": "MPIJob ns/job is suspended."},
+					map[string]any{"type": "Suspended", "status": "True", "reason": "MPIJobSuspended", "message": "MPIJob suspended"},
+				}},
+				{conds: []any{map[string]any{"type": "Suspended", "status": "False", "reason": "MPIJobResumed", "message": "MPIJob resumed"}}},
 			} {
 				child, err := rt.build(tj, 3, Gang{}, "nvidia.com/gpu", []corev1.EnvVar{{Name: "VODA_PROGRESS_URL", Value: "http://voda"}})
 				if err != nil {
@@ -79,6 +85,9 @@ func TestSlimChildReadsAsWhole(t *testing.T) {
 				}
 				if a, b := rt.read(slim), rt.read(child); a != b {
 					t.Errorf("read %+v, the whole child %+v", a, b)
+				}
+				if got := rt.read(slim).recorded; got != state.recorded {
+					t.Errorf("suspension recorded: %t, want %t (conditions %v)", got, state.recorded, state.conds)
 				}
 				if a, b := rt.templatesAnnotation(slim, "x"), rt.templatesAnnotation(child, "x"); !reflect.DeepEqual(a, b) {
 					t.Errorf("roles %v, the whole child's %v", a, b)

@@ -38,6 +38,7 @@ func (c *Controller) forgetWorkers(id api.JobID) {
 	defer c.estMu.Unlock()
 	delete(c.workersSeen, id)
 	delete(c.leftSince, id)
+	delete(c.unrecordedSince, id)
 	c.forgetHosts(id)
 }
 

@@ -174,6 +174,10 @@ type Controller struct {
 	// first found with its suspension not yet recorded by mpi-operator
 	// (lag.go); guarded by estMu too.
 	unrecordedSince map[api.JobID]time.Time
+	// suspendedAt holds when the controller suspended a job's child to
+	// restart it whole, until the cache shows it (rendezvous.go); guarded
+	// by estMu too.
+	suspendedAt map[api.JobID]time.Time
 	// batches holds what the controller keeps of each job that lets it
 	// choose its batch size; guarded by estMu too.
 	batches map[api.JobID]*batchState
@@ -277,6 +281,7 @@ func New(c client.Client, ca cache.Cache, r record.EventRecorder, opts Options) 
 		leftSince:    map[api.JobID]time.Time{},
 
 		unrecordedSince: map[api.JobID]time.Time{},
+		suspendedAt:     map[api.JobID]time.Time{},
 	}, nil
 }
 

@@ -520,7 +520,12 @@ func (c *Controller) convergeRunning(ctx context.Context, tj *v1alpha1.TrainingJ
 		if err := c.client.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
 			return 0, fmt.Errorf("create %s: %w", rt.kind, err)
 		}
-	} else if st := rt.read(child); st.suspended && len(pods.Items) > 0 {
+	} else if st := rt.read(child); c.suspendUnseen(id, st) {
+		// The cache is behind the controller's own suspension of the
+		// child (a whole restart): acting on the old child and pods would
+		// restart the job again.
+		return time.Second, nil
+	} else if st.suspended && len(pods.Items) > 0 {
 		// Resuming (after a preemption or a whole-job restart) waits for
 		// the old pods to go: a new worker 0 must not meet the old one's
 		// rendezvous, nor a new worker an old one's node. Pods that never

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 )
 
@@ -67,8 +68,30 @@ func (c *Controller) restartWhole(ctx context.Context, tj *v1alpha1.TrainingJob,
 		return err
 	}
 	id := jobID(client.ObjectKeyFromObject(tj))
+	c.estMu.Lock()
+	c.suspendedAt[id] = time.Now()
+	c.estMu.Unlock()
 	c.restarting(id, int(n))
 	c.event(id, corev1.EventTypeNormal, "Restarted", fmt.Sprintf(
 		"Restarting all %d workers: %s; %s", n, why, because))
 	return c.showRunning(ctx, tj, id, seen{why: "restarting: " + why})
+}
+
+// suspendUnseen reports whether the controller suspended job id's child
+// (restartWhole) under surplusGrace ago and the child as read (st) does
+// not show it yet: the cache is behind the controller's own write. Once
+// the child shows it suspended, or after surplusGrace (someone else may
+// have resumed it), the note goes.
+func (c *Controller) suspendUnseen(id api.JobID, st childState) bool {
+	c.estMu.Lock()
+	defer c.estMu.Unlock()
+	at, ok := c.suspendedAt[id]
+	if !ok {
+		return false
+	}
+	if st.suspended || time.Since(at) > surplusGrace {
+		delete(c.suspendedAt, id)
+		return false
+	}
+	return true
 }

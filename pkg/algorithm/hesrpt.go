@@ -138,6 +138,8 @@ type hsState struct {
 	hulls []hullVertex
 	node  int
 	spare []hsSeg // sort's buffer
+	// candidates' GPUs and segments per band, reused by every pass.
+	bandGPUs, bandSegs []int32
 	// dropFor's buffers, reused from one trial to the next.
 	victims []victim
 	others  []int
@@ -177,7 +179,7 @@ func (p HeSRPT) decideBy(s *Snapshot, d *Decision, leading bool) error {
 	slices.SortFunc(floors, func(x, y int) int { return cmp.Compare(hs.jobs[x].ID, hs.jobs[y].ID) })
 	var c capacity
 	h := hsHeap{q: make([]hsItem, 0, len(st)), jobs: s.Jobs}
-	segs := make([]hsSeg, 0, len(hs.hulls)-len(st)) // one a vertex but the origins
+	var segs []hsSeg // the greedy's candidates (fill), grown as needed
 	pass := func(forced []forcedSize) capacity {
 		for round := 0; ; round++ {
 			c = newCapacity(s)

@@ -337,10 +337,11 @@ func testNodeLoss(t *testing.T, k *cluster) {
 	_ = nodes
 }
 
-// (d) Tiresias: a job that used up its queue-0 service is preempted by a new
-// job (MPIJob suspended) and resumed when that one completes.
-func testTiresias(t *testing.T, k *cluster) {
-	const ns, gpu = "tiresias", "tiresias-gpu"
+// tiresiasDemoted runs a Tiresias controller (one queue threshold, 30 s of
+// GPU time) on one node of 2 GPUs of type gpu and a job j1 of 2 workers,
+// and returns once j1 has used up its queue-0 service: a new job preempts it.
+func (k *cluster) tiresiasDemoted(t *testing.T, ns, gpu string) {
+	t.Helper()
 	k.scenario(t, ns, gpu, 1, 2)
 	o := controllerOpts(t, gpu)
 	o.Policy = "Tiresias"
@@ -356,6 +357,13 @@ func testTiresias(t *testing.T, k *cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// (d) Tiresias: a job that used up its queue-0 service is preempted by a new
+// job (MPIJob suspended) and resumed when that one completes.
+func testTiresias(t *testing.T, k *cluster) {
+	const ns, gpu = "tiresias", "tiresias-gpu"
+	k.tiresiasDemoted(t, ns, gpu)
 	k.create(t, newJob(ns, "j2", gpu, 2, 2, launcherCompletesAfter("3s")))
 	k.waitSettled(t, ns, "j2", 2)
 	j1 := k.job(t, ns, "j1")

@@ -228,10 +228,7 @@ func (c *Controller) removeSurplus(ctx context.Context, id api.JobID, surplus []
 	}
 	removed := 0
 	for _, p := range surplus {
-		switch err := c.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); {
-		case err == nil:
-			removed++
-		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+		if err := c.deletePod(ctx, p, &removed); err != nil {
 			return 0, fmt.Errorf("remove %s, beyond the job's workers: %w", p.Name, err)
 		}
 	}
@@ -245,6 +242,18 @@ func (c *Controller) removeSurplus(ctx context.Context, id api.JobID, surplus []
 	c.surplusSince[id] = now
 	c.estMu.Unlock()
 	return time.Second, nil
+}
+
+// deletePod deletes pod p, if it is still the pod read, and counts it in
+// removed; a pod already gone or replaced is no error.
+func (c *Controller) deletePod(ctx context.Context, p *corev1.Pod, removed *int) error {
+	switch err := c.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); {
+	case err == nil:
+		*removed++
+	case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+		return err
+	}
+	return nil
 }
 
 // clearSuspended does mpi-operator's part of suspending tj's MPIJob
@@ -270,10 +279,7 @@ func (c *Controller) clearSuspended(ctx context.Context, tj *v1alpha1.TrainingJo
 		if ref := metav1.GetControllerOf(p); p.DeletionTimestamp != nil || ref == nil || ref.UID != child.GetUID() {
 			continue // being deleted, or not a worker: the launcher's pod goes with its Job's suspension
 		}
-		switch err := c.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); {
-		case err == nil:
-			removed++
-		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+		if err := c.deletePod(ctx, p, &removed); err != nil {
 			return 0, fmt.Errorf("remove %s, a worker of the suspended job: %w", p.Name, err)
 		}
 	}

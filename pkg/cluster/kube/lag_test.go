@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vodascheduler/voda/internal/testenv"
-	"github.com/vodascheduler/voda/pkg/algorithm"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 )
 
@@ -123,22 +122,8 @@ func listing(ns, job string, n int) string {
 // first.
 func testSuspendedLag(t *testing.T, k *cluster) {
 	const ns, gpu = "suslag", "suslag-gpu"
-	k.scenario(t, ns, gpu, 1, 2)
-	o := controllerOpts(t, gpu)
-	o.Policy = "Tiresias"
-	o.Algorithm = algorithm.DefaultConfig()
-	o.Algorithm.Tiresias.Thresholds = []float64{30}
-	o.Algorithm.Tiresias.PromoteKnob = 0
-	k.startController(t, o)
-	k.create(t, newJob(ns, "j1", gpu, 2, 2))
-	k.waitSettled(t, ns, "j1", 2)
+	k.tiresiasDemoted(t, ns, gpu)
 	ctx := context.Background()
-	err := testenv.PollUntil(ctx, 60*time.Second, "j1 demoted", func(ctx context.Context) (bool, error) {
-		return k.job(t, ns, "j1").Status.Queue == 1, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	resume, err := k.env.Pause("mpi-operator")
 	if err != nil {

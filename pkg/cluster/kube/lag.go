@@ -24,7 +24,8 @@ import (
 // for each event or failed sync since the job's last successful sync, up
 // to 1 000 s; and behind a limit of 10 events a second across all jobs by
 // default (v0.7.0 can raise it), under which every event while a job's
-// sync waits doubles the job's backoff. A burst of pod events with one failed sync among them (a
+// sync waits doubles the job's backoff. A burst of pod events with one
+// failed sync among them (a
 // conflict writing the MPIJob's status is common) leaves the events that
 // follow unhandled for minutes. Two of its chores matter to Voda then, and
 // the controller, which sees the workers itself, does them when it falls
@@ -197,9 +198,7 @@ func (c *Controller) unrecorded(rt *workload, id api.JobID, st childState) time.
 	if !rt.lags || !st.suspended || st.recorded {
 		return 0
 	}
-	c.estMu.Lock()
-	defer c.estMu.Unlock()
-	wait, _ := graceLeft(c.unrecordedSince, id, time.Now(), surplusGrace)
+	wait, _ := c.lagging(c.unrecordedSince, id, time.Now())
 	return max(wait, 0)
 }
 
@@ -215,14 +214,28 @@ func graceLeft(first map[api.JobID]time.Time, id api.JobID, now time.Time, grace
 	return since.Add(grace).Sub(now), since
 }
 
+// lagging is graceLeft for surplusGrace under estMu: the grace left since
+// job id was first seen in first, and that moment.
+func (c *Controller) lagging(first map[api.JobID]time.Time, id api.JobID, now time.Time) (time.Duration, time.Time) {
+	c.estMu.Lock()
+	defer c.estMu.Unlock()
+	return graceLeft(first, id, now, surplusGrace)
+}
+
+// regrace starts job id's grace in first again at now: a repair was
+// made, and the cache may show what it removed a while longer.
+func (c *Controller) regrace(first map[api.JobID]time.Time, id api.JobID, now time.Time) {
+	c.estMu.Lock()
+	first[id] = now
+	c.estMu.Unlock()
+}
+
 // removeSurplus deletes the workers of job id that lie beyond its MPIJob's
 // replicas, once it has seen them there for surplusGrace, and reports when
 // to look again.
 func (c *Controller) removeSurplus(ctx context.Context, id api.JobID, surplus []*corev1.Pod) (time.Duration, error) {
 	now := time.Now()
-	c.estMu.Lock()
-	wait, since := graceLeft(c.surplusSince, id, now, surplusGrace)
-	c.estMu.Unlock()
+	wait, since := c.lagging(c.surplusSince, id, now)
 	if wait > 0 {
 		return wait, nil
 	}
@@ -238,9 +251,7 @@ func (c *Controller) removeSurplus(ctx context.Context, id api.JobID, surplus []
 	}
 	// The cache may show them a while longer: they get another grace
 	// before being deleted again.
-	c.estMu.Lock()
-	c.surplusSince[id] = now
-	c.estMu.Unlock()
+	c.regrace(c.surplusSince, id, now)
 	return time.Second, nil
 }
 
@@ -263,9 +274,7 @@ func (c *Controller) deletePod(ctx context.Context, p *corev1.Pod, removed *int)
 // reports when to look again.
 func (c *Controller) clearSuspended(ctx context.Context, tj *v1alpha1.TrainingJob, id api.JobID, child *unstructured.Unstructured, pods []corev1.Pod) (time.Duration, error) {
 	now := time.Now()
-	c.estMu.Lock()
-	wait, since := graceLeft(c.leftSince, id, now, surplusGrace)
-	c.estMu.Unlock()
+	wait, since := c.lagging(c.leftSince, id, now)
 	if wait > 0 {
 		return wait, nil
 	}
@@ -290,9 +299,7 @@ func (c *Controller) clearSuspended(ctx context.Context, tj *v1alpha1.TrainingJo
 	// The cache may show the pods a while longer, and the Job controller
 	// deletes the launcher's: they get another grace before this is done
 	// again.
-	c.estMu.Lock()
-	c.leftSince[id] = now
-	c.estMu.Unlock()
+	c.regrace(c.leftSince, id, now)
 	return time.Second, nil
 }
 
@@ -312,7 +319,10 @@ func (c *Controller) suspendLauncher(ctx context.Context, tj *v1alpha1.TrainingJ
 	}
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))
 	if err := c.client.Patch(ctx, &job, patch); err != nil {
-		return false, client.IgnoreNotFound(fmt.Errorf("suspend the launcher of %s/%s: %w", tj.Namespace, tj.Name, err))
+		if apierrors.IsNotFound(err) {
+			return false, nil // gone meanwhile: nothing left to suspend
+		}
+		return false, fmt.Errorf("suspend the launcher of %s/%s: %w", tj.Namespace, tj.Name, err)
 	}
 	return true, nil
 }

@@ -56,7 +56,7 @@ func (hs *hsState) fill(c *capacity, hysteresis float64, h *hsHeap, segs *[]hsSe
 		for i := range lead {
 			g := &lead[i]
 			a := &st[g.job]
-			v := hs.hulls[a.lo+g.to]
+			v := hs.vertex(a.lo + g.to)
 			if c.byFree == nil {
 				// In any order: only the count of free GPUs changes.
 				c.take(int(a.k), g.gpus/int(a.k))
@@ -122,7 +122,7 @@ func band(v float64) int {
 // segments, which counts their GPUs and segments per band without keeping
 // them. Up to bandsFrom segments, all are listed.
 func (hs *hsState) contenders(segs []hsSeg, hysteresis float64, free int) []hsSeg {
-	if most := len(hs.hulls) - len(hs.st); most <= bandsFrom { // one a vertex but the origins
+	if most := len(hs.hx) - len(hs.st); most <= bandsFrom { // one a vertex but the origins
 		if segs == nil {
 			// Sized once: the hulls rebuilt by later passes are rarely
 			// longer, and append grows it then.
@@ -189,7 +189,7 @@ func (hs *hsState) eachSegment(hysteresis float64, f func(i int, to int32, val f
 		next, last := a.next, a.last
 		for a.lo+a.next < a.hi {
 			val := hs.value(a, hysteresis)
-			u, v := hs.hulls[a.lo+a.next-1], hs.hulls[a.lo+a.next]
+			u, v := hs.vertex(a.lo+a.next-1), hs.vertex(a.lo+a.next)
 			// A job granted a size ahead of the greedy (unblock's trials)
 			// may stand inside its first segment: only the rest is left.
 			from := max(u.x, a.n)

@@ -77,15 +77,15 @@ func TestHeSRPTContenders(t *testing.T) {
 			if iter%50 == 7 && i == 0 {
 				a.w = math.NaN()
 			}
-			a.lo = int32(len(hs.hulls))
-			hs.hulls = append(hs.hulls, hullVertex{0, 0})
+			a.lo = int32(len(hs.hx))
+			hs.hx, hs.hy = append(hs.hx, 0), append(hs.hy, 0)
 			x, y := 0, 0.0
 			for range 1 + r.IntN(6) {
 				step := 1 + r.IntN(4)
 				x, y = x+step, y+float64(step)*float64(1+r.IntN(3))
-				hs.hulls = append(hs.hulls, hullVertex{x, y})
+				hs.hx, hs.hy = append(hs.hx, int32(x)), append(hs.hy, y)
 			}
-			a.hi = int32(len(hs.hulls))
+			a.hi = int32(len(hs.hx))
 			if r.IntN(4) == 0 {
 				a.n = r.IntN(2) // inside its first segment
 			}

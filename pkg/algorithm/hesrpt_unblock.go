@@ -240,8 +240,8 @@ func (h *victimHeap) Pop() any {
 // one, else its minimum.
 func (hs *hsState) size(a *hsJob) int {
 	j := hs.job(a)
-	if a.workers >= j.Min && a.workers <= j.Max {
-		return a.workers
+	if int(a.workers) >= j.Min && int(a.workers) <= j.Max {
+		return int(a.workers)
 	}
 	return j.Min
 }
@@ -345,15 +345,15 @@ func (hs *hsState) marginal(a *hsJob, hysteresis float64) float64 {
 		return 0
 	}
 	x := a.lo + 1
-	for x < a.hi-1 && hs.hulls[x].x < a.n {
+	for x < a.hi-1 && hs.vertex(x).x < a.n {
 		x++
 	}
-	u, v := hs.hulls[x-1], hs.hulls[x]
+	u, v := hs.vertex(x-1), hs.vertex(x)
 	if v.x == u.x {
 		return 0
 	}
 	val := a.w * (v.y - u.y) / float64(v.x-u.x)
-	if v.x <= a.workers {
+	if v.x <= int(a.workers) {
 		val *= 1 + hysteresis
 	}
 	return val
@@ -381,8 +381,8 @@ func (hs *hsState) worth(a *hsJob, n int, cfg HeSRPTConfig) float64 {
 	j := hs.job(a)
 	s := j.S(n)
 	low := s // S(min(n, workers))
-	if a.workers < n {
-		low = j.S(a.workers)
+	if int(a.workers) < n {
+		low = j.S(int(a.workers))
 	}
 	return a.w * float64(a.k) * (s + cfg.Hysteresis*low)
 }
@@ -393,11 +393,11 @@ func (hs *hsState) stake(a *hsJob, n int, cfg HeSRPTConfig) float64 {
 	j := hs.job(a)
 	s := j.S(n)
 	cur := s // S(workers)
-	if a.workers != n {
-		cur = j.S(a.workers)
+	if int(a.workers) != n {
+		cur = j.S(int(a.workers))
 	}
 	low := s // S(min(n, workers))
-	if a.workers < n {
+	if int(a.workers) < n {
 		low = cur
 	}
 	return a.w*float64(a.k)*(s+cfg.Hysteresis*low) + hs.preemptionAt(a, cfg, cur)
@@ -408,16 +408,16 @@ func (hs *hsState) stake(a *hsJob, n int, cfg HeSRPTConfig) float64 {
 // is expected to go on running (its remaining time at its size, capped at
 // Horizon, and at least the restart itself); 0 for a job not running.
 func (hs *hsState) preemption(a *hsJob, cfg HeSRPTConfig) float64 {
-	if a.workers <= 0 {
+	if int(a.workers) <= 0 {
 		return 0
 	}
-	return hs.preemptionAt(a, cfg, hs.job(a).S(a.workers))
+	return hs.preemptionAt(a, cfg, hs.job(a).S(int(a.workers)))
 }
 
 // preemptionAt is preemption, sc being the job's speedup at its current
 // size.
 func (hs *hsState) preemptionAt(a *hsJob, cfg HeSRPTConfig, sc float64) float64 {
-	if a.workers <= 0 {
+	if int(a.workers) <= 0 {
 		return 0
 	}
 	j := hs.job(a)
@@ -446,7 +446,7 @@ func (hs *hsState) force(a *hsJob, n int, c *capacity) {
 	}
 	c.take(k, n)
 	a.n = n
-	for a.lo+a.next < a.hi && hs.hulls[a.lo+a.next].x <= n {
+	for a.lo+a.next < a.hi && hs.vertex(a.lo+a.next).x <= n {
 		a.next++
 	}
 }

@@ -240,8 +240,8 @@ func (h *victimHeap) Pop() any {
 // one, else its minimum.
 func (hs *hsState) size(a *hsJob) int {
 	j := hs.job(a)
-	if int(a.workers) >= j.Min && int(a.workers) <= j.Max {
-		return int(a.workers)
+	if w := int(a.workers); w >= j.Min && w <= j.Max {
+		return w
 	}
 	return j.Min
 }
@@ -392,12 +392,13 @@ func (hs *hsState) worth(a *hsJob, n int, cfg HeSRPTConfig) float64 {
 func (hs *hsState) stake(a *hsJob, n int, cfg HeSRPTConfig) float64 {
 	j := hs.job(a)
 	s := j.S(n)
+	w := int(a.workers)
 	cur := s // S(workers)
-	if int(a.workers) != n {
-		cur = j.S(int(a.workers))
+	if w != n {
+		cur = j.S(w)
 	}
 	low := s // S(min(n, workers))
-	if int(a.workers) < n {
+	if w < n {
 		low = cur
 	}
 	return a.w*float64(a.k)*(s+cfg.Hysteresis*low) + hs.preemptionAt(a, cfg, cur)
@@ -408,7 +409,7 @@ func (hs *hsState) stake(a *hsJob, n int, cfg HeSRPTConfig) float64 {
 // is expected to go on running (its remaining time at its size, capped at
 // Horizon, and at least the restart itself); 0 for a job not running.
 func (hs *hsState) preemption(a *hsJob, cfg HeSRPTConfig) float64 {
-	if int(a.workers) <= 0 {
+	if a.workers <= 0 {
 		return 0
 	}
 	return hs.preemptionAt(a, cfg, hs.job(a).S(int(a.workers)))
@@ -417,7 +418,7 @@ func (hs *hsState) preemption(a *hsJob, cfg HeSRPTConfig) float64 {
 // preemptionAt is preemption, sc being the job's speedup at its current
 // size.
 func (hs *hsState) preemptionAt(a *hsJob, cfg HeSRPTConfig, sc float64) float64 {
-	if int(a.workers) <= 0 {
+	if a.workers <= 0 {
 		return 0
 	}
 	j := hs.job(a)

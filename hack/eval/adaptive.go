@@ -209,10 +209,12 @@ average JCT over the 8 workloads, and against Pollux's published:
 	}
 	fmt.Fprintln(w)
 
-	fmt.Fprint(w, `### The "realistic" workloads: every job at 1 GPU and its model's smallest batch
+	fmt.Fprint(w, `### The "realistic" workloads: each job at its trace's GPU count and its model's smallest batch per GPU
 
-The same arrivals and models, but every job asks for one GPU at its model's
-smallest traced batch, as users often submit (`+"`workloads-realistic/`"+`): at a
+The same arrivals and models, but each job asks for the GPUs of its entry
+in the Microsoft trace (one for 94% of them) at its model's smallest traced
+batch per GPU, as Pollux's paper expects most users to configure their
+jobs (§5.2; `+"`workloads-realistic/`"+`): at a
 fixed batch most jobs cannot use more than a few GPUs. Mean over the 8
 workloads at fixed batch sizes and adapting:
 

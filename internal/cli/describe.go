@@ -147,6 +147,12 @@ func describeJob(w io.Writer, tj *v1alpha1.TrainingJob, events []rest.Event, at 
 		var times []string
 		for _, et := range p.EpochTimes {
 			at := fmt.Sprintf("%s at %d workers", (time.Duration(et.Millis) * time.Millisecond).Round(100*time.Millisecond), et.Workers)
+			switch {
+			case et.Nodes == 1:
+				at += " on 1 node"
+			case et.Nodes > 1:
+				at += fmt.Sprintf(" on %d nodes", et.Nodes)
+			}
 			if s.BatchSize != nil && et.Batch > 0 {
 				at += fmt.Sprintf(" (batch %d)", et.Batch)
 			}

@@ -46,7 +46,7 @@ func goldenJobs() []v1alpha1.TrainingJob {
 				Sizes: "1:128:64:2 2:256:128:1 3:192:64:1 4:256:64:1"},
 			Progress: &v1alpha1.TrainingProgress{Epoch: 6, Reports: 6, NoiseScale: resource.NewQuantity(1180, resource.DecimalSI),
 				EquivalentEpochs: resource.NewMilliQuantity(5400, resource.DecimalSI),
-				EpochTimes:       []v1alpha1.EpochTime{{Workers: 2, Millis: 61_000, Epochs: 2, Batch: 64}, {Workers: 3, Millis: 38_500, Epochs: 4, Batch: 192}}}},
+				EpochTimes:       []v1alpha1.EpochTime{{Workers: 2, Millis: 61_000, Epochs: 2, Batch: 64}, {Workers: 3, Millis: 38_500, Epochs: 4, Batch: 192, Nodes: 2}}}},
 	}
 	waiting := v1alpha1.TrainingJob{
 		ObjectMeta: metav1.ObjectMeta{Name: "cifar10-resnet50-20261123-113000", Namespace: "voda", CreationTimestamp: *at(30 * time.Minute)},

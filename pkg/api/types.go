@@ -18,6 +18,15 @@ type GPUType string
 // NodeName names a node, e.g. the value of its kubernetes.io/hostname label.
 type NodeName string
 
+// NodesSpanned is how many distinct nodes a placement's workers are on.
+func NodesSpanned[N ~string](nodes []N) int {
+	seen := make(map[N]struct{}, len(nodes))
+	for _, n := range nodes {
+		seen[n] = struct{}{}
+	}
+	return len(seen)
+}
+
 // Phase is where a job is in its life.
 type Phase string
 

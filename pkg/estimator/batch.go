@@ -52,6 +52,12 @@ type BatchRange struct {
 	// and the simulator set it to the job's category's learned step model
 	// (StepModel.BatchModel) once there is one.
 	Time func(n, batch int) float64
+	// Steps, when set, is the time of a step at the initial batch on n
+	// workers by the same learned step model (packed, as Time takes
+	// them). It bounds the speedup where the job and its category were
+	// not measured: never more than at the nearest smaller count measured
+	// times Steps there over Steps at n (Fit.Bounded).
+	Steps func(n int) float64
 }
 
 // TimeAt is the range's batch model at n workers and batch samples:
@@ -232,13 +238,13 @@ func (f Fit) Adapt(r BatchRange, gpus, maxWorkers int, noise float64) Adaptive {
 		}
 		a.batches[n], a.rel[n] = b, rel
 		if a.one == 0 {
-			a.one = rel * f.Speedup(n) / f.Speedup(1)
+			a.one = rel * f.Bounded(n, r.Steps) / f.Bounded(1, r.Steps)
 		}
 	}
 	a.speedup = make([]float64, maxWorkers+1)
 	if a.one > 0 {
 		for n := 1; n <= maxWorkers; n++ {
-			a.speedup[n] = f.Speedup(n) * a.rel[n] / a.one
+			a.speedup[n] = f.Bounded(n, r.Steps) * a.rel[n] / a.one
 		}
 	}
 	return a

@@ -128,6 +128,29 @@ func (f Fit) Speedup(n int) float64 {
 	return v
 }
 
+// Bounded is Speedup, at most, where neither the job nor its category
+// was measured, the speedup at the nearest smaller count m measured times
+// steps(m)/steps(n): a learned model of a step's time (StepModel, at the
+// job's batch) says how much faster n workers can be than m, and it knows
+// what the fit's shape cannot, such as a job slowing down where it first
+// spans two nodes. steps nil, or not positive and finite at m or n,
+// bounds nothing.
+func (f Fit) Bounded(n int, steps func(n int) float64) float64 {
+	v := f.Speedup(n)
+	if steps == nil || n <= 0 {
+		return v
+	}
+	m, s := f.known(n)
+	if m == 0 || m == n {
+		return v
+	}
+	at, to := steps(m), steps(n)
+	if !(at > 0) || !(to > 0) || math.IsInf(at, 0) || math.IsInf(to, 0) {
+		return v
+	}
+	return min(v, s*at/to)
+}
+
 // ExploreExponent is how much of its known efficiency a job is expected to
 // keep above the largest count it or its category was measured at: S(n)
 // ≥ S(m)·(n/m)^0.8 up to n = 2m. On the Pollux workloads at 1.0× load

@@ -438,3 +438,57 @@ func TestKnownAtNamesTheMeasuredCounts(t *testing.T) {
 		}
 	}
 }
+
+// A job measured at 4 workers whose steps, by its category's step model,
+// take half as long again at 8 as at 4 (a job that first spans two nodes
+// there): the fit's shape expects more than 1.3 times the speedup at 4,
+// and the bound holds it at 4's times 2/3. Where the job was measured, and
+// with no step model or one that says nothing, the curve is the fit's.
+func TestAStepModelBoundsTheCurveWhereNothingWasMeasured(t *testing.T) {
+	e := estimator.New()
+	e.Observe("j", "yolo", estimator.Observation{Workers: 4, Seconds: truth.Seconds(4), Weight: 5})
+	f := e.Estimate("j", "yolo")
+	steps := func(n int) float64 {
+		if n <= 4 {
+			return 1 / float64(n)
+		}
+		return 1.5 / 4
+	}
+	s4 := f.Speedup(4)
+	if got := f.Bounded(4, steps); got != s4 {
+		t.Errorf("Bounded(4) = %v where measured, want the measured %v", got, s4)
+	}
+	if !(f.Speedup(8) > 1.3*s4) {
+		t.Fatalf("the fit expects %v at 8 workers against %v at 4: the case needs one that grows", f.Speedup(8), s4)
+	}
+	if got, want := f.Bounded(8, steps), s4/1.5; !near(got, want, 1e-12) {
+		t.Errorf("Bounded(8) = %v, want the speedup at 4 times 4's step over 8's, %v", got, want)
+	}
+	// Never raised: a step model faster than the fit leaves the fit.
+	fast := func(n int) float64 { return 1 / (float64(n) * float64(n)) }
+	if got := f.Bounded(8, fast); got != f.Speedup(8) {
+		t.Errorf("Bounded(8) with a faster step model = %v, want the fit's %v", got, f.Speedup(8))
+	}
+	// Below the smallest count measured there is nothing to scale from.
+	if got := f.Bounded(2, steps); got != f.Speedup(2) {
+		t.Errorf("Bounded(2) = %v, want the fit's %v below every count measured", got, f.Speedup(2))
+	}
+	for name, st := range map[string]func(int) float64{
+		"none": nil,
+		"zero": func(int) float64 { return 0 },
+		"inf":  func(n int) float64 { return math.Inf(1) },
+		"nan":  func(n int) float64 { return math.NaN() },
+	} {
+		if got := f.Bounded(8, st); got != f.Speedup(8) {
+			t.Errorf("Bounded(8) with step model %s = %v, want the fit's %v", name, got, f.Speedup(8))
+		}
+	}
+	// What the policies see of a job that adapts its batch is bounded too.
+	r := estimator.BatchRange{Initial: 64, Max: 64}
+	free := f.Adapt(r, 1, 8, -1)
+	r.Steps = steps
+	bounded := f.Adapt(r, 1, 8, -1)
+	if got, want := bounded.Speedup(8)/bounded.Speedup(4), 1/1.5; !near(got, want, 1e-9) {
+		t.Errorf("adapting at one batch: speedup at 8 over 4 = %v, want %v (unbounded %v)", got, want, free.Speedup(8)/free.Speedup(4))
+	}
+}

@@ -585,3 +585,52 @@ func (s *StepModels) Load(saved map[string]SavedSteps) {
 		c.update()
 	}
 }
+
+// StepLine is a step's time against the batch at one placement, seconds
+// = PerStep + PerSample·batch (StepModels.Line). The zero StepLine is no
+// line.
+type StepLine struct {
+	PerStep, PerSample float64
+}
+
+// Ratio is an epoch's time at batch over that at initial on the line
+// (StepModel.Ratio's meaning); 1 for the zero line.
+func (l StepLine) Ratio(initial, batch int) float64 {
+	if !(l.PerSample > 0) {
+		return 1
+	}
+	return ratio(l.PerStep+l.PerSample*float64(initial), l.PerStep+l.PerSample*float64(batch), initial, batch)
+}
+
+// Line is a category's step time against the batch at gpus GPUs over nodes
+// nodes, fitted by least squares to the points it measured there, for a
+// category whose model is not known yet (its batch model is otherwise
+// BatchTime's fixed shares): ok only with two distinct batches or more
+// and a positive per-sample time. A negative fixed part is taken as zero.
+func (s *StepModels) Line(category string, gpus, nodes int) (StepLine, bool) {
+	c := s.categories[category]
+	if c == nil {
+		return StepLine{}, false
+	}
+	var n, sx, sy, sxx, sxy float64
+	for _, x := range c.samples() {
+		if x.GPUs != gpus || x.Nodes != nodes {
+			continue
+		}
+		b := float64(x.Batch)
+		n, sx, sy, sxx, sxy = n+1, sx+b, sy+x.Seconds, sxx+b*b, sxy+b*x.Seconds
+	}
+	den := n*sxx - sx*sx
+	if n < 2 || !(den > 0) {
+		return StepLine{}, false
+	}
+	l := StepLine{PerSample: (n*sxy - sx*sy) / den}
+	l.PerStep = (sy - l.PerSample*sx) / n
+	if l.PerStep < 0 {
+		l = StepLine{PerSample: sxy / sxx}
+	}
+	if !(l.PerSample > 0) || math.IsInf(l.PerSample, 0) {
+		return StepLine{}, false
+	}
+	return l, true
+}

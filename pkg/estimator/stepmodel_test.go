@@ -324,3 +324,38 @@ func TestStepModelsLeaveADegenerateFirstFit(t *testing.T) {
 		t.Errorf("on 2 GPUs an epoch at batch 512 takes %.3f of one at 64, want %.3f", got, want)
 	}
 }
+
+// Two batches measured at one GPU count give the line through them there,
+// before the category has enough points for its model; one batch, or
+// another GPU count, gives none.
+func TestStepModelsLineFromTwoBatches(t *testing.T) {
+	var s estimator.StepModels
+	s.Observe("c", 0, estimator.StepSample{GPUs: 1, Nodes: 1, Batch: 256, Seconds: 0.0074})
+	if _, ok := s.Line("c", 1, 1); ok {
+		t.Fatal("a line from one batch")
+	}
+	s.Observe("c", 0, estimator.StepSample{GPUs: 1, Nodes: 1, Batch: 4096, Seconds: 0.0134})
+	l, ok := s.Line("c", 1, 1)
+	if !ok || s.Model("c").Known() {
+		t.Fatalf("line %v, model known %v", ok, s.Model("c").Known())
+	}
+	if want := 0.006 / 3840; math.Abs(l.PerSample-want) > 1e-12 || math.Abs(l.PerStep-(0.0074-256*want)) > 1e-9 {
+		t.Errorf("line %g + %g·batch, want %g + %g·batch", l.PerStep, l.PerSample, 0.0074-256*want, want)
+	}
+	// An epoch at 4096 takes 16 times fewer steps of 0.0134/0.0074 the time.
+	if got, want := l.Ratio(256, 4096), 0.0134/(16*0.0074); math.Abs(got-want) > 1e-9 {
+		t.Errorf("an epoch at 4096 takes %.4f of one at 256, want %.4f", got, want)
+	}
+	if got := (estimator.StepLine{}).Ratio(256, 4096); got != 1 {
+		t.Errorf("the zero line's ratio is %g, want 1", got)
+	}
+	if _, ok := s.Line("c", 2, 1); ok {
+		t.Error("a line at a GPU count nothing was measured at")
+	}
+	// A time falling with the batch says nothing about the fixed part.
+	s.Observe("d", 0, estimator.StepSample{GPUs: 1, Nodes: 1, Batch: 64, Seconds: 2})
+	s.Observe("d", 0, estimator.StepSample{GPUs: 1, Nodes: 1, Batch: 128, Seconds: 1})
+	if _, ok := s.Line("d", 1, 1); ok {
+		t.Error("a line whose per-sample time is negative")
+	}
+}

@@ -93,7 +93,7 @@ func ParseCSV(r io.Reader) ([]Report, error) {
 func Summarise(reports []Report, now time.Time) *v1alpha1.TrainingProgress {
 	p := &v1alpha1.TrainingProgress{}
 	for _, r := range reports {
-		Add(p, r, "", now)
+		Add(p, r, "", nil, now)
 	}
 	return p
 }

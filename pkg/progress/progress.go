@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vodascheduler/voda/pkg/api"
 	"github.com/vodascheduler/voda/pkg/apis/vodascheduler/v1alpha1"
 )
 
@@ -178,9 +179,12 @@ func (r Report) Validate() error {
 }
 
 // Add folds a valid report into a job's progress, received at now while
-// the job ran on gpuType: epoch times are averaged per worker count and
-// GPU type.
-func Add(p *v1alpha1.TrainingProgress, r Report, gpuType string, now time.Time) {
+// the job ran on gpuType with its workers at placement (status.placement,
+// one node per worker): epoch times are averaged per worker count, GPU
+// type, batch and nodes spanned. The nodes are those of placement when it
+// holds as many workers as the report, else not known (0): a report can
+// arrive after a resize it did not see.
+func Add(p *v1alpha1.TrainingProgress, r Report, gpuType string, placement []string, now time.Time) {
 	p.Epoch = max(p.Epoch, r.Epoch)
 	p.Reports++
 	t := metav1.NewTime(now)
@@ -198,13 +202,17 @@ func Add(p *v1alpha1.TrainingProgress, r Report, gpuType string, now time.Time) 
 		p.EquivalentEpochs = resource.NewMilliQuantity(int64(math.Round(*e*1000)), resource.DecimalSI)
 	}
 	batch := int32(r.GlobalBatch)
+	var nodes int32
+	if len(placement) == int(r.Workers) {
+		nodes = int32(api.NodesSpanned(placement))
+	}
 	i := slices.IndexFunc(p.EpochTimes, func(e v1alpha1.EpochTime) bool {
-		return e.Workers == r.Workers && e.GPUType == gpuType && e.Batch == batch
+		return e.Workers == r.Workers && e.GPUType == gpuType && e.Batch == batch && e.Nodes == nodes
 	})
 	if i < 0 {
-		p.EpochTimes = append(p.EpochTimes, v1alpha1.EpochTime{Workers: r.Workers, Millis: ms, Epochs: 1, GPUType: gpuType, Batch: batch})
+		p.EpochTimes = append(p.EpochTimes, v1alpha1.EpochTime{Workers: r.Workers, Millis: ms, Epochs: 1, GPUType: gpuType, Batch: batch, Nodes: nodes})
 		slices.SortFunc(p.EpochTimes, func(a, b v1alpha1.EpochTime) int {
-			return cmp.Or(strings.Compare(a.GPUType, b.GPUType), int(a.Workers-b.Workers), int(a.Batch-b.Batch))
+			return cmp.Or(strings.Compare(a.GPUType, b.GPUType), int(a.Workers-b.Workers), int(a.Batch-b.Batch), int(a.Nodes-b.Nodes))
 		})
 		return
 	}

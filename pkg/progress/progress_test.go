@@ -77,17 +77,37 @@ func TestAddAveragesPerWorkerCount(t *testing.T) {
 		{Epoch: 3, Workers: 2, EpochSeconds: 70},
 		{Epoch: 2, Workers: 4, EpochSeconds: 42}, // late, out of order
 	} {
-		progress.Add(&p, r, "", now)
+		progress.Add(&p, r, "", nil, now)
 	}
 	want := []v1alpha1.EpochTime{{Workers: 2, Millis: 70000, Epochs: 1}, {Workers: 4, Millis: 42000, Epochs: 3}}
 	if diff := cmp.Diff(want, p.EpochTimes); diff != "" || p.Epoch != 3 || p.Reports != 4 || !p.LastReportTime.Time.Equal(now) {
 		t.Errorf("progress %+v; epoch times (-want +got):\n%s", p, diff)
 	}
 	// On another GPU type, epoch times are kept apart.
-	progress.Add(&p, progress.Report{Epoch: 4, Workers: 4, EpochSeconds: 120}, "k80", now)
+	progress.Add(&p, progress.Report{Epoch: 4, Workers: 4, EpochSeconds: 120}, "k80", nil, now)
 	want = append(want, v1alpha1.EpochTime{Workers: 4, Millis: 120000, Epochs: 1, GPUType: "k80"})
 	if diff := cmp.Diff(want, p.EpochTimes); diff != "" {
 		t.Errorf("with a second type (-want +got):\n%s", diff)
+	}
+}
+
+// Epochs on as many workers over another number of nodes are kept apart,
+// the nodes counted from the placement; a placement of another size than
+// the report's (a report from before a resize) says nothing of them.
+func TestAddKeepsTheNodesTheWorkersRanOn(t *testing.T) {
+	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	var p v1alpha1.TrainingProgress
+	progress.Add(&p, progress.Report{Epoch: 1, Workers: 4, EpochSeconds: 40}, "a100", []string{"n1", "n1", "n2", "n1"}, now)
+	progress.Add(&p, progress.Report{Epoch: 2, Workers: 4, EpochSeconds: 30}, "a100", []string{"n1", "n1", "n1", "n1"}, now)
+	progress.Add(&p, progress.Report{Epoch: 3, Workers: 4, EpochSeconds: 32}, "a100", []string{"n1", "n1", "n1", "n1"}, now)
+	progress.Add(&p, progress.Report{Epoch: 4, Workers: 4, EpochSeconds: 50}, "a100", []string{"n1", "n2"}, now)
+	want := []v1alpha1.EpochTime{
+		{Workers: 4, Millis: 50000, Epochs: 1, GPUType: "a100"},
+		{Workers: 4, Millis: 31000, Epochs: 2, GPUType: "a100", Nodes: 1},
+		{Workers: 4, Millis: 40000, Epochs: 1, GPUType: "a100", Nodes: 2},
+	}
+	if diff := cmp.Diff(want, p.EpochTimes); diff != "" {
+		t.Errorf("epoch times (-want +got):\n%s", diff)
 	}
 }
 
@@ -142,18 +162,18 @@ func ptr[T any](v T) *T { return &v }
 func TestAddGradientStatistics(t *testing.T) {
 	var p v1alpha1.TrainingProgress
 	now := time.Unix(100, 0)
-	progress.Add(&p, progress.Report{Epoch: 1, Workers: 2, EpochSeconds: 10, GlobalBatch: 64, GradSqr: ptr(2.0), GradVar: ptr(400.0)}, "", now)
+	progress.Add(&p, progress.Report{Epoch: 1, Workers: 2, EpochSeconds: 10, GlobalBatch: 64, GradSqr: ptr(2.0), GradVar: ptr(400.0)}, "", nil, now)
 	if p.NoiseScale == nil || p.NoiseScale.AsApproximateFloat64() != 200 {
 		t.Fatalf("noise scale %v after one report, want 200", p.NoiseScale)
 	}
-	progress.Add(&p, progress.Report{Epoch: 2, Workers: 2, EpochSeconds: 8, GlobalBatch: 128, GradSqr: ptr(1.0), GradVar: ptr(600.0), EquivalentEpochs: ptr(1.75)}, "", now)
+	progress.Add(&p, progress.Report{Epoch: 2, Workers: 2, EpochSeconds: 8, GlobalBatch: 128, GradSqr: ptr(1.0), GradVar: ptr(600.0), EquivalentEpochs: ptr(1.75)}, "", nil, now)
 	if got := p.NoiseScale.AsApproximateFloat64(); got != 400 {
 		t.Errorf("noise scale %v after a second report of 600, want 400", got)
 	}
 	if got := p.EquivalentEpochs.AsApproximateFloat64(); got != 1.75 {
 		t.Errorf("equivalent epochs %v, want 1.75", got)
 	}
-	progress.Add(&p, progress.Report{Epoch: 3, Workers: 2, EpochSeconds: 12, GlobalBatch: 64}, "", now)
+	progress.Add(&p, progress.Report{Epoch: 3, Workers: 2, EpochSeconds: 12, GlobalBatch: 64}, "", nil, now)
 	want := []v1alpha1.EpochTime{{Workers: 2, Millis: 11000, Epochs: 2, Batch: 64}, {Workers: 2, Millis: 8000, Epochs: 1, Batch: 128}}
 	if diff := cmp.Diff(want, p.EpochTimes); diff != "" {
 		t.Errorf("epoch times (-want +got):\n%s", diff)

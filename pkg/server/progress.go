@@ -87,7 +87,7 @@ func (s *Server) postProgress(w http.ResponseWriter, r *http.Request, _ User) er
 		if tj.Status.Progress == nil {
 			tj.Status.Progress = &v1alpha1.TrainingProgress{}
 		}
-		progress.Add(tj.Status.Progress, rep, tj.CurrentGPUType(), s.o.Now())
+		progress.Add(tj.Status.Progress, rep, tj.CurrentGPUType(), tj.Status.Placement, s.o.Now())
 		if err := s.c.Status().Update(r.Context(), tj); err != nil {
 			return err
 		}

@@ -30,18 +30,23 @@ import (
 // time per unit of work at its own batch (curveFit).
 
 // batchModel is the batch model an adapting job of model name and k GPUs
-// per worker gets: nil for the fixed shares.
-func (r *run) batchModel(name string, a *adaptation, k int) func(n, batch int) float64 {
+// per worker gets (nil for the fixed shares), and the step times at its
+// initial batch that bound its speedup curve where it was not measured
+// (nil for none; estimator.BatchRange.Steps). The ablations that replace
+// the learned step model replace it in both.
+func (r *run) batchModel(name string, a *adaptation, k int) (func(n, batch int) float64, func(n int) float64) {
 	per := r.cfg.GPUsPerNode
 	packed := func(n int) (gpus, nodes int) { return n * k, len(sim.PackedShape(n*k, per)) }
 	switch r.cfg.Ablation {
 	case AblateFixedShares:
-		return nil
+		return nil, nil
 	case AblateBatchTime:
-		return func(n, batch int) float64 {
+		steps := func(n int) float64 { return a.model.StepSeconds(sim.PackedShape(n*k, per), a.lo) }
+		timeAt := func(n, batch int) float64 {
 			shape := sim.PackedShape(n*k, per)
 			return a.model.StepSeconds(shape, batch) * float64(a.lo) / (float64(batch) * a.model.StepSeconds(shape, a.lo))
 		}
+		return timeAt, steps
 	case AblatePolluxFit:
 		key := curveKey{model: name, lo: a.lo, hi: a.hi, k: k}
 		m, ok := r.fits[key]
@@ -49,14 +54,23 @@ func (r *run) batchModel(name string, a *adaptation, k int) func(n, batch int) f
 			m = estimator.FitStepModel(profiledSteps(a, k, per, r.cfg.Nodes*per), a.model.MaxLocal())
 			r.fits[key] = m
 		}
-		return m.BatchModel(a.lo, packed)
+		return m.BatchModel(a.lo, packed), func(n int) float64 {
+			gpus, nodes := packed(n)
+			return m.Seconds(gpus, nodes, a.lo)
+		}
 	}
 	a.steps = fmt.Sprintf("%s/%d-%d/%d", name, a.lo, a.hi, k)
 	var last estimator.StepModel
 	var model func(n, batch int) float64
-	return func(n, batch int) float64 {
+	timeAt := func(n, batch int) float64 {
 		m := r.steps.Model(a.steps)
 		if !m.Known() {
+			// Two batches measured at these GPUs tell a step's fixed
+			// part from its per-sample part there.
+			gpus, nodes := packed(n)
+			if l, ok := r.steps.Line(a.steps, gpus, nodes); ok {
+				return l.Ratio(a.lo, batch)
+			}
 			return estimator.BatchTime(n, a.lo, batch)
 		}
 		if model == nil || m != last {
@@ -64,18 +78,25 @@ func (r *run) batchModel(name string, a *adaptation, k int) func(n, batch int) f
 		}
 		return model(n, batch)
 	}
+	steps := func(n int) float64 {
+		m := r.steps.Model(a.steps)
+		if !m.Known() {
+			return 0 // bounds nothing
+		}
+		gpus, nodes := packed(n)
+		return m.Seconds(gpus, nodes, a.lo)
+	}
+	return timeAt, steps
 }
 
 // learnSteps adds what an adapting job's step measured to its category's
-// step model (none for the ablations that do not learn it). Its GPUs are
-// taken to be packed, as the controller takes them: a job's reports say
-// how many workers ran, not where.
-func (r *run) learnSteps(a *adaptation, n int, seconds float64) {
+// step model (none for the ablations that do not learn it), on the nodes
+// its workers ran on, as the controller learns them (EpochTime.Nodes).
+func (r *run) learnSteps(a *adaptation, n, nodes int, seconds float64) {
 	if a.steps == "" {
 		return
 	}
-	g := n * a.gpusPW
-	r.steps.Observe(a.steps, a.model.MaxLocal(), estimator.StepSample{GPUs: g, Nodes: len(sim.PackedShape(g, r.cfg.GPUsPerNode)), Batch: a.batch, Seconds: seconds})
+	r.steps.Observe(a.steps, a.model.MaxLocal(), estimator.StepSample{GPUs: n * a.gpusPW, Nodes: nodes, Batch: a.batch, Seconds: seconds})
 }
 
 // profiledSteps are an adapting job's steps on packed placements of up to

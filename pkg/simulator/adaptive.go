@@ -207,8 +207,8 @@ func (r *run) learnAdaptive(id api.JobID, ji *jobInfo, t time.Time) error {
 	done := r.cluster.Done(id, t)
 	e, _ := a.model.Epoch(done)
 	if r.cluster.Productive(id, t) && a.batch > 0 {
-		n, _ := r.cluster.Workers(id)
-		r.learnSteps(a, n, r.cluster.StepSeconds(id))
+		n, where := r.cluster.Workers(id)
+		r.learnSteps(a, n, api.NodesSpanned(where), r.cluster.StepSeconds(id))
 		if a.reports == nil {
 			a.reports = map[[2]int][2]float64{}
 		}

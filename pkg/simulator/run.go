@@ -364,7 +364,7 @@ func (r *run) prepare(j Job, cat Catalog, total int) (*jobInfo, error) {
 	if a := ji.adapt; a != nil && r.cfg.Information == InfoEstimated {
 		a.rng, a.noise, a.gpusPW = estimatedRange(a), -1, k
 		a.oracleBatch = r.cfg.Ablation == AblateBatch
-		a.rng.Time = r.batchModel(j.Model, a, k)
+		a.rng.Time, a.rng.Steps = r.batchModel(j.Model, a, k)
 	}
 	batchMax := j.Batch // the batch that bounds the workers
 	if a := ji.adapt; a != nil {

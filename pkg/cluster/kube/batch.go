@@ -74,19 +74,53 @@ func batchRange(tj *v1alpha1.TrainingJob) *estimator.BatchRange {
 
 // batchRangeOf is a job's range, nil for a job with a batch of its own,
 // with its category's learned batch model on gpuType once the category's
-// jobs measured enough steps there (stepsOf), else BatchTime's fixed
-// shares. k is the GPUs per worker, perNode the GPUs of the type's nodes.
+// jobs measured enough steps there (stepsOf), and the step times at the
+// initial batch that bound the job's speedup where it was not measured
+// (Fit.Bounded); before that no bound and, at a worker count where they
+// measured two batches, the line through them (StepModels.Line), and
+// BatchTime's fixed shares elsewhere. Workers are taken to be packed: k is
+// the GPUs per worker, perNode the GPUs of the type's nodes.
 // The caller holds estMu.
 func (c *Controller) batchRangeOf(tj *v1alpha1.TrainingJob, gpuType string, k, perNode int) *estimator.BatchRange {
 	r := batchRange(tj)
 	if r == nil {
 		return nil
 	}
-	if m := c.steps.Model(stepCategory(tj, gpuType)); m.Known() {
-		r.Time = m.BatchModel(r.Initial, func(n int) (int, int) {
-			gpus := n * max(k, 1)
-			return gpus, packedNodes(gpus, perNode)
-		})
+	cat := stepCategory(tj, gpuType)
+	placed := func(n int) (int, int) {
+		gpus := n * max(k, 1)
+		return gpus, packedNodes(gpus, perNode)
+	}
+	if m := c.steps.Model(cat); m.Known() {
+		r.Time = m.BatchModel(r.Initial, placed)
+		initial := r.Initial
+		r.Steps = func(n int) float64 {
+			gpus, nodes := placed(n)
+			return m.Seconds(gpus, nodes, initial)
+		}
+		return r
+	}
+	// Before the model is known, two batches measured at a worker count
+	// tell a step's fixed part from its per-sample part there. The lines
+	// are read now: the range is used after estMu is let go.
+	var lines []estimator.StepLine
+	for n := 1; n <= int(tj.Spec.MaxWorkers); n++ {
+		gpus, nodes := placed(n)
+		if l, ok := c.steps.Line(cat, gpus, nodes); ok {
+			if lines == nil {
+				lines = make([]estimator.StepLine, int(tj.Spec.MaxWorkers)+1)
+			}
+			lines[n] = l
+		}
+	}
+	if lines != nil {
+		initial := r.Initial
+		r.Time = func(n, batch int) float64 {
+			if n >= 0 && n < len(lines) && lines[n].PerSample > 0 {
+				return lines[n].Ratio(initial, batch)
+			}
+			return estimator.BatchTime(n, initial, batch)
+		}
 	}
 	return r
 }
@@ -111,7 +145,9 @@ func packedNodes(gpus, perNode int) int {
 // stepsOf are the steps a job's epochs on gpuType measured, for its
 // category's batch model: at each worker count and batch, the mean epoch
 // time times the batch (a step's time in the category's unit: the jobs of
-// a category train on one dataset), on packed nodes of perNode GPUs.
+// a category train on one dataset), on the nodes the workers were on
+// (EpochTime.Nodes), or where that is not known on packed nodes of perNode
+// GPUs.
 func stepsOf(tj *v1alpha1.TrainingJob, gpuType string, k, perNode int) []estimator.StepSample {
 	p := tj.Status.Progress
 	if p == nil || tj.Spec.BatchSize == nil {
@@ -123,7 +159,11 @@ func stepsOf(tj *v1alpha1.TrainingJob, gpuType string, k, perNode int) []estimat
 			continue
 		}
 		gpus := int(et.Workers) * max(k, 1)
-		out = append(out, estimator.StepSample{GPUs: gpus, Nodes: packedNodes(gpus, perNode), Batch: int(et.Batch),
+		nodes := int(et.Nodes)
+		if nodes < 1 || nodes > gpus {
+			nodes = packedNodes(gpus, perNode)
+		}
+		out = append(out, estimator.StepSample{GPUs: gpus, Nodes: nodes, Batch: int(et.Batch),
 			Seconds: float64(et.Millis) / 1000 * float64(et.Batch)})
 	}
 	return out

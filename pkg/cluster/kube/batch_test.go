@@ -215,6 +215,13 @@ func testBatchSize(t *testing.T, k *cluster) {
 		progress.Report{Epoch: 1, EpochSeconds: 60, Workers: 4, GlobalBatch: 32, LocalBatch: 8, GradSqr: &sq, GradVar: &vr},
 		progress.Report{Epoch: 2, EpochSeconds: 31, Workers: 4, GlobalBatch: 64, LocalBatch: 16, GradSqr: &sq, GradVar: &vr},
 		progress.Report{Epoch: 3, EpochSeconds: 16, Workers: 4, GlobalBatch: 128, LocalBatch: 32, GradSqr: &sq, GradVar: &vr})
+	// The epochs are kept with the nodes the workers were on: all four
+	// on the one node.
+	for _, et := range k.job(t, ns, "s").Status.Progress.EpochTimes {
+		if et.Nodes != 1 {
+			t.Errorf("epoch time %+v: want it on the 1 node its 4 workers were placed on", et)
+		}
+	}
 	k.waitBatch(t, ns, "s", 4, 1024)
 	k.expectEvents(t, ns, "s", map[string]int{"Restarted: Restarting all 4 workers: batch size 32→1024": 1})
 	if fixed.Global >= 512 {
@@ -270,7 +277,7 @@ func (k *cluster) reportAll(t *testing.T, ns, name string, rs ...progress.Report
 			tj.Status.Progress = &v1alpha1.TrainingProgress{}
 		}
 		for _, r := range rs {
-			progress.Add(tj.Status.Progress, r, tj.CurrentGPUType(), time.Now())
+			progress.Add(tj.Status.Progress, r, tj.CurrentGPUType(), tj.Status.Placement, time.Now())
 		}
 		return k.c.Status().Update(context.Background(), tj)
 	})

@@ -483,6 +483,12 @@ type EpochTime struct {
 	// job that lets Voda choose its batch has one entry per batch too.
 	// +optional
 	Batch int32 `json:"batch,omitempty"`
+	// Nodes is how many nodes the workers were on when the epochs were
+	// reported (from status.placement, when it held as many workers as the
+	// report); 0 when not known. A job's steps are learnt where they ran.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
 }
 
 // AcceptedGPUTypes are the types the job may run on, in order of

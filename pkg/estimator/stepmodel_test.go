@@ -246,24 +246,28 @@ func TestStepModelsReplace(t *testing.T) {
 }
 
 // BenchmarkAdapt times a job's curves when it reports (16 workers, batch
-// 64 to 4 096), with the fixed shares and with a learned batch model,
-// which searches every batch of the grid.
+// 64 to 4 096), with the fixed shares, with a learned batch model, which
+// searches every batch of the grid, and with that model's steps bounding
+// the curve where nothing was measured, as the controller builds them.
 func BenchmarkAdapt(b *testing.B) {
 	truth := pollux{ag: 0.01, bg: 0.002, al: 0.2, bl: 0.01, an: 0.8, bn: 0.05, gamma: 3}
 	m := estimator.FitStepModel(truth.samples(64, 4096, 128), 128)
 	fit := estimator.New()
 	fit.Replace("j", "c", []estimator.Observation{{Workers: 1, Seconds: 100, Weight: 1}, {Workers: 4, Seconds: 30, Weight: 1}, {Workers: 8, Seconds: 17, Weight: 1}})
 	f := fit.Estimate("j", "c")
-	for _, learned := range []bool{false, true} {
-		name := "fixed-shares"
-		if learned {
-			name = "learned"
-		}
+	placed := func(n int) (int, int) { return n, (n + 3) / 4 }
+	for _, name := range []string{"fixed-shares", "learned", "learned-bounded"} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				r := estimator.BatchRange{Initial: 64, Max: 4096, PerGPUMax: 128}
-				if learned {
-					r.Time = m.BatchModel(64, func(n int) (int, int) { return n, (n + 3) / 4 })
+				if name != "fixed-shares" {
+					r.Time = m.BatchModel(64, placed)
+				}
+				if name == "learned-bounded" {
+					r.Steps = func(n int) float64 {
+						gpus, nodes := placed(n)
+						return m.Seconds(gpus, nodes, 64)
+					}
 				}
 				f.Adapt(r, 1, 16, 2000)
 			}

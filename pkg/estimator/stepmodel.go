@@ -612,8 +612,35 @@ func (s *StepModels) Line(category string, gpus, nodes int) (StepLine, bool) {
 	if c == nil {
 		return StepLine{}, false
 	}
+	return lineAt(c.samples(), gpus, nodes)
+}
+
+// Lines is Line at every worker count from 1 to most, the workers placed
+// on placed(n) GPUs and nodes, indexed by workers (the zero StepLine where
+// there is none); nil when there is none at all.
+func (s *StepModels) Lines(category string, most int, placed func(n int) (gpus, nodes int)) []StepLine {
+	c := s.categories[category]
+	if c == nil {
+		return nil
+	}
+	samples := c.samples()
+	var lines []StepLine
+	for n := 1; n <= most; n++ {
+		gpus, nodes := placed(n)
+		if l, ok := lineAt(samples, gpus, nodes); ok {
+			if lines == nil {
+				lines = make([]StepLine, most+1)
+			}
+			lines[n] = l
+		}
+	}
+	return lines
+}
+
+// lineAt is Line over samples.
+func lineAt(samples []StepSample, gpus, nodes int) (StepLine, bool) {
 	var n, sx, sy, sxx, sxy float64
-	for _, x := range c.samples() {
+	for _, x := range samples {
 		if x.GPUs != gpus || x.Nodes != nodes {
 			continue
 		}

@@ -356,6 +356,14 @@ func TestStepModelsLineFromTwoBatches(t *testing.T) {
 	if _, ok := s.Line("c", 2, 1); ok {
 		t.Error("a line at a GPU count nothing was measured at")
 	}
+	// Lines gives the same line at every worker count, none elsewhere.
+	lines := s.Lines("c", 3, func(n int) (int, int) { return n, 1 })
+	if len(lines) != 4 || lines[1] != l || lines[2] != (estimator.StepLine{}) || lines[3] != (estimator.StepLine{}) {
+		t.Errorf("Lines = %+v, want the line at 1 worker only", lines)
+	}
+	if got := s.Lines("c", 3, func(n int) (int, int) { return n + 1, 1 }); got != nil {
+		t.Errorf("Lines where nothing was measured = %+v, want nil", got)
+	}
 	// A time falling with the batch says nothing about the fixed part.
 	s.Observe("d", 0, estimator.StepSample{GPUs: 1, Nodes: 1, Batch: 64, Seconds: 2})
 	s.Observe("d", 0, estimator.StepSample{GPUs: 1, Nodes: 1, Batch: 128, Seconds: 1})

@@ -103,17 +103,7 @@ func (c *Controller) batchRangeOf(tj *v1alpha1.TrainingJob, gpuType string, k, p
 	// Before the model is known, two batches measured at a worker count
 	// tell a step's fixed part from its per-sample part there. The lines
 	// are read now: the range is used after estMu is let go.
-	var lines []estimator.StepLine
-	for n := 1; n <= int(tj.Spec.MaxWorkers); n++ {
-		gpus, nodes := placed(n)
-		if l, ok := c.steps.Line(cat, gpus, nodes); ok {
-			if lines == nil {
-				lines = make([]estimator.StepLine, int(tj.Spec.MaxWorkers)+1)
-			}
-			lines[n] = l
-		}
-	}
-	if lines != nil {
+	if lines := c.steps.Lines(cat, int(tj.Spec.MaxWorkers), placed); lines != nil {
 		initial := r.Initial
 		r.Time = func(n, batch int) float64 {
 			if n >= 0 && n < len(lines) && lines[n].PerSample > 0 {

@@ -274,6 +274,8 @@ type StepModels struct {
 	categories map[string]*stepCategory
 	// jobs is the category of each job Replace was given.
 	jobs map[string]string
+	// changes counts the changes to every category's points and jobs.
+	changes int
 	// Deferred leaves the refits that Replace makes due to the caller
 	// (Due, StepFit.Run, Install), so that they can run outside the lock
 	// that guards the models; Observe and Load fit at once.
@@ -300,6 +302,9 @@ type stepCategory struct {
 	perGPUMax int
 	// fitted is how many distinct points the model was fitted to.
 	fitted int
+	// version is StepModels.changes at the last change to points or
+	// jobs.
+	version int
 }
 
 // stepKey is a point's GPUs, nodes and batch.
@@ -339,6 +344,7 @@ func (s *StepModels) Observe(category string, perGPUMax int, x StepSample) {
 		return
 	}
 	c := s.category(category, perGPUMax)
+	s.changed(c)
 	key := keyOf(x)
 	if p, ok := c.points[key]; ok {
 		p.sum += x.Seconds
@@ -387,6 +393,7 @@ func (s *StepModels) Replace(job, category string, perGPUMax int, steps []StepSa
 		means[k] = m.sum / float64(m.n)
 	}
 	c.jobs[job] = means
+	s.changed(c)
 	if !s.Deferred {
 		c.update()
 	}
@@ -411,6 +418,36 @@ func (s *StepModels) Retire(job string) {
 		}
 	}
 	delete(c.jobs, job)
+	s.changed(c)
+}
+
+func (s *StepModels) changed(c *stepCategory) {
+	s.changes++
+	c.version = s.changes
+}
+
+// Version changes whenever a category's points do (Load included).
+func (s *StepModels) Version(category string) int {
+	if c := s.categories[category]; c != nil {
+		return c.version
+	}
+	return 0
+}
+
+// Measured is a category's mean step time at every batch it measured on
+// gpus GPUs over nodes nodes, in batch order.
+func (s *StepModels) Measured(category string, gpus, nodes int) []StepSample {
+	c := s.categories[category]
+	if c == nil {
+		return nil
+	}
+	var out []StepSample
+	for _, x := range c.samples() {
+		if x.GPUs == gpus && x.Nodes == nodes {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // samples are the category's points, each the mean of its steps, in a
@@ -579,6 +616,7 @@ func (s *StepModels) Load(saved map[string]SavedSteps) {
 			}
 			c := s.category(name, sv.PerGPUMax)
 			c.points[keyOf(x)] = &stepMean{p.Seconds * float64(p.Steps), p.Steps}
+			s.changed(c)
 		}
 	}
 	for _, c := range s.categories {
@@ -660,4 +698,95 @@ func lineAt(samples []StepSample, gpus, nodes int) (StepLine, bool) {
 		return StepLine{}, false
 	}
 	return l, true
+}
+
+// # Where the category measured, its measurements
+//
+// The step model's form cannot follow every model's steps: fitted to
+// every profiled point of the Pollux traces it still costs 2% of the mean
+// JCT at 1.0× load against the profiles' exact times (docs/evaluation.md,
+// "Where the estimate loses"). Where a category's jobs measured steps at
+// several batches on one placement, those means are closer to the truth
+// than the model, and the batches a job is likely to be given are the
+// ones measured.
+
+// residual is, at one batch, the logarithm of a category's mean step time
+// over its model's there.
+type residual struct{ logBatch, log float64 }
+
+// BatchModel is the category's model as a BatchRange's Time
+// (StepModel.BatchModel) for a job of an initial batch whose n workers
+// take up placed(n) GPUs and nodes, with its step times at up to most
+// workers brought to what the category measured there: at a measured
+// batch the measured mean, between two measured batches the model times
+// their ratios to it interpolated in the logarithm of the batch, beyond
+// them the model times the nearest's ratio. Where fewer than two batches
+// were measured the model is left as it is (a ratio at one batch changes
+// no ratio of two). Nil until the model is known. It reads the points
+// once, so it can be used after the caller lets go of the lock that
+// guards the models; not safe for concurrent use.
+func (s *StepModels) BatchModel(category string, initial, most int, placed func(n int) (gpus, nodes int)) func(n, batch int) float64 {
+	c := s.categories[category]
+	if c == nil || !c.model.Known() {
+		return nil
+	}
+	model := c.model.BatchModel(initial, placed)
+	residuals := c.residuals(most, placed)
+	if residuals == nil {
+		return model
+	}
+	return func(n, batch int) float64 {
+		t := model(n, batch)
+		if n < 1 || n >= len(residuals) || residuals[n] == nil {
+			return t
+		}
+		r := residuals[n]
+		return t * math.Exp(residualAt(r, batch)-residualAt(r, initial))
+	}
+}
+
+// residuals are, at each worker count up to most, the category's
+// residuals against its model at the batches measured on placed(n), where
+// two batches or more were; nil where fewer were.
+func (c *stepCategory) residuals(most int, placed func(n int) (gpus, nodes int)) [][]residual {
+	m := c.model
+	byPlacement := map[[2]int][]StepSample{}
+	for _, x := range c.samples() { // in batch order at each placement
+		k := [2]int{x.GPUs, x.Nodes}
+		byPlacement[k] = append(byPlacement[k], x)
+	}
+	var out [][]residual // by workers
+	for n := 1; n <= most; n++ {
+		gpus, nodes := placed(n)
+		measured := byPlacement[[2]int{gpus, nodes}]
+		r := make([]residual, 0, len(measured))
+		for _, x := range measured {
+			if v := m.Seconds(gpus, nodes, x.Batch); v > 0 && !math.IsInf(v, 0) {
+				r = append(r, residual{math.Log(float64(x.Batch)), math.Log(x.Seconds / v)})
+			}
+		}
+		if len(r) < 2 {
+			continue
+		}
+		if out == nil {
+			out = make([][]residual, most+1)
+		}
+		out[n] = r
+	}
+	return out
+}
+
+// residualAt interpolates residuals, in batch order, at a batch.
+func residualAt(r []residual, batch int) float64 {
+	x := math.Log(float64(max(batch, 1)))
+	if x <= r[0].logBatch {
+		return r[0].log
+	}
+	for i := 1; i < len(r); i++ {
+		if x <= r[i].logBatch {
+			a, b := r[i-1], r[i]
+			return a.log + (x-a.logBatch)/(b.logBatch-a.logBatch)*(b.log-a.log)
+		}
+	}
+	return r[len(r)-1].log
 }

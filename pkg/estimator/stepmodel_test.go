@@ -371,3 +371,78 @@ func TestStepModelsLineFromTwoBatches(t *testing.T) {
 		t.Error("a line whose per-sample time is negative")
 	}
 }
+
+func TestStepModelsBatchModelFollowsWhatWasMeasured(t *testing.T) {
+	// Steps of a form the model cannot follow: computation costs twice as
+	// much per sample beyond 128 samples a GPU.
+	truth := func(gpus, batch int) float64 {
+		local := float64(batch) / float64(gpus)
+		compute := 0.01 + 0.0002*min(local, 128) + 0.0004*max(local-128, 0)
+		return compute + 0.005*float64(gpus-1)
+	}
+	var s estimator.StepModels
+	placed := func(n int) (int, int) { return n, 1 }
+	if s.BatchModel("c", 64, 8, placed) != nil {
+		t.Fatal("a batch model for a category never measured")
+	}
+	observe := func(g, b int) {
+		s.Observe("c", 0, estimator.StepSample{GPUs: g, Nodes: 1, Batch: b, Seconds: truth(g, b)})
+	}
+	observe(1, 64)
+	observe(2, 64)
+	if s.BatchModel("c", 64, 8, placed) != nil {
+		t.Fatal("a batch model before the step model is known")
+	}
+	for _, b := range []int{64, 256, 1024} {
+		observe(4, b)
+	}
+	m := s.Model("c")
+	if !m.Known() {
+		t.Fatal("step model not known after 5 points")
+	}
+	v := s.Version("c")
+	model := s.BatchModel("c", 64, 8, placed)
+	measured := func(b int) float64 { return truth(4, b) * 64 / (truth(4, 64) * float64(b)) }
+	// At the batches measured, the measurements.
+	for _, b := range []int{256, 1024} {
+		if got, want := model(4, b), measured(b); math.Abs(got-want) > 1e-9*want {
+			t.Errorf("4 workers, batch %d: %.6f, want the measured %.6f (the model says %.6f)", b, got, want, m.Ratio(4, 1, 64, b))
+		}
+	}
+	// Between and beyond them, the model times the measured ratios to it.
+	res := func(b int) float64 { return math.Log(truth(4, b) / m.Seconds(4, 1, b)) }
+	between := res(256) + (math.Log(512)-math.Log(256))/(math.Log(1024)-math.Log(256))*(res(1024)-res(256))
+	for _, tc := range []struct {
+		batch int
+		log   float64
+	}{{512, between}, {4096, res(1024)}} {
+		want := m.Ratio(4, 1, 64, tc.batch) * math.Exp(tc.log-res(64))
+		if got := model(4, tc.batch); math.Abs(got-want) > 1e-9*want {
+			t.Errorf("4 workers, batch %d: %.6f, want %.6f", tc.batch, got, want)
+		}
+	}
+	// One batch measured, none, or beyond most: the model.
+	for _, n := range []int{2, 3, 9} {
+		if got, want := model(n, 512), m.Ratio(n, 1, 64, 512); got != want {
+			t.Errorf("%d workers: %.6f, want the model's %.6f", n, got, want)
+		}
+	}
+	// Later steps change the version, not a batch model already made.
+	observe(2, 512)
+	if s.Version("c") == v {
+		t.Error("the version did not change with a new point")
+	}
+	if got, want := model(2, 512), m.Ratio(2, 1, 64, 512); got != want {
+		t.Errorf("a step observed later changed the batch model made before: %.6f, want %.6f", got, want)
+	}
+	if got, want := s.BatchModel("c", 64, 8, placed)(2, 512), truth(2, 512)*64/(truth(2, 64)*512); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("2 workers after the new point: %.6f, want the measured %.6f", got, want)
+	}
+	// Load keeps versions moving: a category loaded again is not taken
+	// for the one before.
+	before := s.Version("c")
+	s.Load(s.Saved())
+	if s.Version("c") <= before {
+		t.Errorf("version %d after Load, %d before", s.Version("c"), before)
+	}
+}

@@ -15,9 +15,10 @@ import (
 // them replace the estimator's batch model, the time of an epoch at a
 // batch M against the initial batch M0 at n workers, which is otherwise
 // Pollux's model of a step's time learned as jobs run, from the steps the
-// category's jobs measured (estimator.StepModels), as the controller
-// learns it (BatchTime's fixed shares until a category has measured
-// estimator.MinStepPoints points):
+// category's jobs measured, and brought to their means at a worker count
+// where they measured two batches or more (estimator.StepModels), as the
+// controller learns it (BatchTime's fixed shares until a category has
+// measured estimator.MinStepPoints points):
 //
 //   - AblateBatchTime: the profiles' own ratio on packed placements, the
 //     exact model;
@@ -60,7 +61,8 @@ func (r *run) batchModel(name string, a *adaptation, k int) (func(n, batch int) 
 		}
 	}
 	a.steps = fmt.Sprintf("%s/%d-%d/%d", name, a.lo, a.hi, k)
-	var last estimator.StepModel
+	most := r.cfg.Nodes * per / max(k, 1)
+	version := -1
 	var model func(n, batch int) float64
 	timeAt := func(n, batch int) float64 {
 		m := r.steps.Model(a.steps)
@@ -73,8 +75,10 @@ func (r *run) batchModel(name string, a *adaptation, k int) (func(n, batch int) 
 			}
 			return estimator.BatchTime(n, a.lo, batch)
 		}
-		if model == nil || m != last {
-			last, model = m, m.BatchModel(a.lo, packed)
+		// The model, and the means it is brought to where they were
+		// measured, change only with the category's points.
+		if v := r.steps.Version(a.steps); model == nil || v != version {
+			version, model = v, r.steps.BatchModel(a.steps, a.lo, most, packed)
 		}
 		return model(n, batch)
 	}

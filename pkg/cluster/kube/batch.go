@@ -74,7 +74,9 @@ func batchRange(tj *v1alpha1.TrainingJob) *estimator.BatchRange {
 
 // batchRangeOf is a job's range, nil for a job with a batch of its own,
 // with its category's learned batch model on gpuType once the category's
-// jobs measured enough steps there (stepsOf), and the step times at the
+// jobs measured enough steps there (stepsOf), brought to their measured
+// means where they measured two batches or more (StepModels.BatchModel),
+// and the step times at the
 // initial batch that bound the job's speedup where it was not measured
 // (Fit.Bounded); before that no bound and, at a worker count where they
 // measured two batches, the line through them (StepModels.Line), and
@@ -92,7 +94,7 @@ func (c *Controller) batchRangeOf(tj *v1alpha1.TrainingJob, gpuType string, k, p
 		return gpus, packedNodes(gpus, perNode)
 	}
 	if m := c.steps.Model(cat); m.Known() {
-		r.Time = m.BatchModel(r.Initial, placed)
+		r.Time = c.steps.BatchModel(cat, r.Initial, int(tj.Spec.MaxWorkers), placed)
 		initial := r.Initial
 		r.Steps = func(n int) float64 {
 			gpus, nodes := placed(n)

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -141,6 +142,14 @@ func TestBatchRangeCarriesTheLearnedStepTimes(t *testing.T) {
 		if got, want := r.Steps(n), m.Seconds(2*n, nodes, 64); got != want {
 			t.Errorf("Steps(%d) = %v, want the model's step on %d GPUs over %d nodes at 64, %v", n, got, 2*n, nodes, want)
 		}
+	}
+	// Two batches measured on 4 GPUs: between them the batch model is
+	// what they measured, however far the step model is from it.
+	c.steps.Observe(cat, 0, estimator.StepSample{GPUs: 4, Nodes: 1, Batch: 512, Seconds: 2})
+	r = c.batchRangeOf(tj, "a100", 1, 4)
+	if got, want := r.Time(4, 512)/r.Time(4, 128), 2*128/(0.6*512); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("on 4 workers an epoch at 512 takes %.4f of one at 128, want the measured %.4f (the model says %.4f)",
+			got, want, c.steps.Model(cat).Ratio(4, 1, 128, 512))
 	}
 	other := *tj
 	other.Spec.Category = "bert"

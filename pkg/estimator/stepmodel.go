@@ -421,6 +421,7 @@ func (s *StepModels) Retire(job string) {
 	s.changed(c)
 }
 
+// changed marks a category's points or jobs changed.
 func (s *StepModels) changed(c *stepCategory) {
 	s.changes++
 	c.version = s.changes
@@ -432,22 +433,6 @@ func (s *StepModels) Version(category string) int {
 		return c.version
 	}
 	return 0
-}
-
-// Measured is a category's mean step time at every batch it measured on
-// gpus GPUs over nodes nodes, in batch order.
-func (s *StepModels) Measured(category string, gpus, nodes int) []StepSample {
-	c := s.categories[category]
-	if c == nil {
-		return nil
-	}
-	var out []StepSample
-	for _, x := range c.samples() {
-		if x.GPUs == gpus && x.Nodes == nodes {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // samples are the category's points, each the mean of its steps, in a

@@ -181,9 +181,11 @@ pkg/simulator/ablation.go). The batch model is what an epoch at a larger
 batch costs against one at the job's own batch, at each worker count. As
 the controller does, it is Pollux's model of a step's time
 (estimator.StepModel, Qiao et al., OSDI'21, §3.2) learned from the steps
-each category's jobs measured, on packed nodes, once it has three distinct
-points (estimator.StepModels), and fixed shares of per-sample and
-per-step work (estimator.BatchTime) before that. The ablations replace it
+each category's jobs measured, on the nodes their workers ran on, once it
+has three distinct points, and brought to their means at a worker count
+where they measured two batches or more (estimator.StepModels); before
+that, fixed shares of per-sample and per-step work (estimator.BatchTime),
+or the line through two batches measured. The ablations replace it
 by the profiles' own ratio, by the same step model fitted to every
 profiled point of the job's model, or by the fixed shares alone. The
 last row keeps the learned batch model but replaces the estimator's fit

@@ -256,12 +256,21 @@ func BenchmarkAdapt(b *testing.B) {
 	fit.Replace("j", "c", []estimator.Observation{{Workers: 1, Seconds: 100, Weight: 1}, {Workers: 4, Seconds: 30, Weight: 1}, {Workers: 8, Seconds: 17, Weight: 1}})
 	f := fit.Estimate("j", "c")
 	placed := func(n int) (int, int) { return n, (n + 3) / 4 }
-	for _, name := range []string{"fixed-shares", "learned", "learned-bounded"} {
+	// The same steps learned by a category, which measured several
+	// batches at 1, 2, 4, 8 and 16 workers: the model follows them there.
+	var steps estimator.StepModels
+	for _, x := range truth.samples(64, 4096, 128) {
+		steps.Observe("c", 128, x)
+	}
+	for _, name := range []string{"fixed-shares", "learned", "learned-bounded", "learned-measured"} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				r := estimator.BatchRange{Initial: 64, Max: 4096, PerGPUMax: 128}
-				if name != "fixed-shares" {
+				switch name {
+				case "learned", "learned-bounded":
 					r.Time = m.BatchModel(64, placed)
+				case "learned-measured":
+					r.Time = steps.BatchModel("c", 64, 16, placed)
 				}
 				if name == "learned-bounded" {
 					r.Steps = func(n int) float64 {

@@ -454,4 +454,21 @@ func TestStepModelsBatchModelFollowsWhatWasMeasured(t *testing.T) {
 	if s.Version("c") <= before {
 		t.Errorf("version %d after Load, %d before", s.Version("c"), before)
 	}
+	// So does a deferred refit, which changes the model after the steps.
+	d := estimator.StepModels{Deferred: true}
+	var steps []estimator.StepSample
+	for _, b := range []int{64, 256, 1024} {
+		steps = append(steps, estimator.StepSample{GPUs: 4, Nodes: 1, Batch: b, Seconds: truth(4, b)})
+	}
+	d.Replace("j", "c", 0, steps)
+	f, ok := d.Due("c")
+	if !ok {
+		t.Fatal("no refit due after three points")
+	}
+	before = d.Version("c")
+	f.Run()
+	d.Install(f)
+	if !d.Model("c").Known() || d.Version("c") == before {
+		t.Errorf("after the refit: model known %v, version %d (%d before)", d.Model("c").Known(), d.Version("c"), before)
+	}
 }

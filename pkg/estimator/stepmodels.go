@@ -169,7 +169,8 @@ func (s *StepModels) changed(c *stepCategory) {
 	c.version = s.changes
 }
 
-// Version changes whenever a category's points do (Load included).
+// Version changes whenever a category's points or model do (Load and
+// Install included).
 func (s *StepModels) Version(category string) int {
 	if c := s.categories[category]; c != nil {
 		return c.version
@@ -267,15 +268,19 @@ func (f *StepFit) Run() {
 // Install makes a refit that ran the category's model, unless one over
 // as many points or more was installed since it was made due.
 func (s *StepModels) Install(f StepFit) {
-	if c := s.categories[f.category]; c != nil {
-		c.install(f)
+	if c := s.categories[f.category]; c != nil && c.install(f) {
+		s.changed(c)
 	}
 }
 
-func (c *stepCategory) install(f StepFit) {
+// install makes a refit the category's model, as Install says, and
+// reports whether it did.
+func (c *stepCategory) install(f StepFit) bool {
 	if f.model.Known() && len(f.samples) > c.fitted {
 		c.fitted, c.model = len(f.samples), f.model
+		return true
 	}
+	return false
 }
 
 // Model is the category's model; Known is false until it has

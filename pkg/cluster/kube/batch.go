@@ -76,9 +76,8 @@ func batchRange(tj *v1alpha1.TrainingJob) *estimator.BatchRange {
 // with its category's learned batch model on gpuType once the category's
 // jobs measured enough steps there (stepsOf), brought to their measured
 // means where they measured two batches or more (StepModels.BatchModel),
-// and the step times at the
-// initial batch that bound the job's speedup where it was not measured
-// (Fit.Bounded); before that no bound and, at a worker count where they
+// and the step times at the initial batch that bound the job's speedup
+// where it was not measured (Fit.Bounded); before that no bound and, at a worker count where they
 // measured two batches, the line through them (StepModels.Line), and
 // BatchTime's fixed shares elsewhere. Workers are taken to be packed: k is
 // the GPUs per worker, perNode the GPUs of the type's nodes.

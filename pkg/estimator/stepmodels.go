@@ -393,11 +393,11 @@ func (s *StepModels) Lines(category string, most int, placed func(n int) (gpus, 
 	if c == nil {
 		return nil
 	}
-	samples := c.samples()
+	at := byPlacement(c.samples())
 	var lines []StepLine
 	for n := 1; n <= most; n++ {
 		gpus, nodes := placed(n)
-		if l, ok := lineAt(samples, gpus, nodes); ok {
+		if l, ok := lineAt(at[[2]int{gpus, nodes}], gpus, nodes); ok {
 			if lines == nil {
 				lines = make([]StepLine, most+1)
 			}
@@ -405,6 +405,17 @@ func (s *StepModels) Lines(category string, most int, placed func(n int) (gpus, 
 		}
 	}
 	return lines
+}
+
+// byPlacement are samples by their GPUs and nodes, each placement's in
+// the order given (samples gives them in batch order).
+func byPlacement(samples []StepSample) map[[2]int][]StepSample {
+	out := map[[2]int][]StepSample{}
+	for _, x := range samples {
+		k := [2]int{x.GPUs, x.Nodes}
+		out[k] = append(out[k], x)
+	}
+	return out
 }
 
 // lineAt is Line over samples.
@@ -482,15 +493,11 @@ func (s *StepModels) BatchModel(category string, initial, most int, placed func(
 // two batches or more were; nil where fewer were.
 func (c *stepCategory) residuals(most int, placed func(n int) (gpus, nodes int)) [][]residual {
 	m := c.model
-	byPlacement := map[[2]int][]StepSample{}
-	for _, x := range c.samples() { // in batch order at each placement
-		k := [2]int{x.GPUs, x.Nodes}
-		byPlacement[k] = append(byPlacement[k], x)
-	}
+	at := byPlacement(c.samples())
 	var out [][]residual // by workers
 	for n := 1; n <= most; n++ {
 		gpus, nodes := placed(n)
-		measured := byPlacement[[2]int{gpus, nodes}]
+		measured := at[[2]int{gpus, nodes}]
 		r := make([]residual, 0, len(measured))
 		for _, x := range measured {
 			if v := m.Seconds(gpus, nodes, x.Batch); v > 0 && !math.IsInf(v, 0) {

@@ -75,11 +75,11 @@ type Engine struct {
 	clock     Clock
 	rate      func(api.JobID, []int) float64
 
-	jobs   map[api.JobID]*Job
-	active []*Job // waiting or running jobs, sorted by ID
+	jobs   map[api.JobID]*job
+	active []*job // waiting or running jobs, sorted by ID
 	// arrival holds the active jobs in submission order (then ID): the
 	// policies' orders put few jobs elsewhere, so they sort little.
-	arrival []*Job
+	arrival []*job
 	// queueAt caches nextQueueChange (valid while queueAtKnown): the time
 	// is absolute, and the counters it is computed from grow at constant
 	// rates between events, so only events, plans and queue changes move it.
@@ -88,7 +88,7 @@ type Engine struct {
 	// snap is the policy input's buffer, reused from round to round, and
 	// snapJobs the records of its jobs, in the same order.
 	snap     []algorithm.Job
-	snapJobs []*Job
+	snapJobs []*job
 	// decision is the policy's output, a buffer reused from round to
 	// round; moved the jobs the round's placement moves.
 	decision algorithm.Decision
@@ -171,7 +171,7 @@ func New(cfg Config) (*Engine, error) {
 		clock:     cfg.Clock,
 		stopwatch: cfg.Stopwatch,
 		rate:      cfg.Throughput,
-		jobs:      map[api.JobID]*Job{},
+		jobs:      map[api.JobID]*job{},
 		nodes:     map[api.NodeName]int{},
 		now:       cfg.Clock.Now(),
 	}, nil
@@ -255,14 +255,15 @@ func (e *Engine) Jobs() []Job {
 
 // record is a copy of j with its counters brought from the last
 // accounting up to now.
-func (e *Engine) record(j *Job, now time.Time) Job {
-	c := j.clone()
-	c.Accounted = e.now
+func (e *Engine) record(j *job, now time.Time) Job {
+	c, at := *j, e.now
 	if now.After(e.now) {
 		c.advance(now.Sub(e.now).Seconds())
-		c.Accounted = now
+		at = now
 	}
-	return c
+	out := c.export(e.now.Location())
+	out.Accounted = at
+	return out
 }
 
 // Step applies one event. An invalid event (unknown job, duplicate
@@ -334,10 +335,10 @@ func (e *Engine) submit(ev JobSubmitted) error {
 	if rem <= 0 {
 		rem = -1
 	}
-	j := &Job{
+	j := &job{
 		ID: ev.ID, Spec: ev.Spec, Phase: api.PhaseWaiting,
 		Queue:     min(ev.Spec.Priority, e.algo.Tiresias.Queues()-1),
-		Submitted: e.now, Remaining: rem, Speedup: ev.Speedup, Measured: ev.Measured,
+		Submitted: stampOf(e.now), Remaining: rem, Speedup: ev.Speedup, Measured: ev.Measured,
 		Message: "waiting: not scheduled yet",
 	}
 	j.Spec.GPUType = e.gpuType
@@ -369,7 +370,7 @@ func (e *Engine) finish(id api.JobID, phase api.Phase, msg string) error {
 	if !j.active() {
 		return fmt.Errorf("job %s is already %s", id, j.Phase)
 	}
-	j.Phase, j.Finished = phase, e.now
+	j.Phase, j.Finished = phase, stampOf(e.now)
 	j.setMessage(msg)
 	j.Workers, j.Nodes = 0, nil
 	e.deactivate(id)
@@ -387,7 +388,7 @@ func (e *Engine) stall(ev JobStalled) error {
 	if j.Phase != api.PhaseRunning {
 		return nil // already waiting or ended: nothing to take back
 	}
-	j.LastRunSeconds = e.now.Sub(j.LastStarted).Seconds()
+	j.LastRunSeconds = e.now.Sub(j.LastStarted.time()).Seconds()
 	j.WaitingSinceRunSeconds = 0
 	j.Phase, j.Workers, j.Nodes = api.PhaseWaiting, 0, nil
 	j.Preemptions++
@@ -405,10 +406,10 @@ func (e *Engine) hold(ev JobUnschedulable) error {
 	if !ok {
 		return fmt.Errorf("job %s is not known", ev.ID)
 	}
-	if !j.active() || j.Unschedulable == ev.Reason {
+	if !j.active() || j.unschedulable() == ev.Reason {
 		return nil
 	}
-	j.Unschedulable = ev.Reason
+	j.setProblems(ev.Reason, j.queueProblem())
 	if ev.Reason != "" {
 		j.setMessage("unschedulable: " + ev.Reason)
 	} else if j.Phase == api.PhaseWaiting {
@@ -464,12 +465,12 @@ func (e *Engine) idleWithRoom() bool {
 	room := false
 	for _, j := range e.active {
 		used += j.Workers * j.Spec.K()
-		room = room || j.Workers < j.Spec.MaxWorkers && j.Unschedulable == ""
+		room = room || j.Workers < j.Spec.MaxWorkers && j.unschedulable() == ""
 	}
 	return room && used < e.GPUs()
 }
 
-func byID(j *Job, id api.JobID) int { return cmp.Compare(j.ID, id) }
+func byID(j *job, id api.JobID) int { return cmp.Compare(j.ID, id) }
 
 func (e *Engine) activate(id api.JobID) {
 	i, found := slices.BinarySearchFunc(e.active, id, byID)
@@ -492,8 +493,8 @@ func (e *Engine) deactivate(id api.JobID) {
 }
 
 // byArrival orders jobs by submission time, then ID.
-func byArrival(a, b *Job) int {
-	if c := a.Submitted.Compare(b.Submitted); c != 0 {
+func byArrival(a, b *job) int {
+	if c := cmp.Compare(a.Submitted, b.Submitted); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.ID, b.ID)
@@ -542,7 +543,11 @@ func (e *Engine) Restore(jobs []Job) error {
 			errs = append(errs, fmt.Errorf("job %s: %w", r.ID, err))
 			continue
 		}
-		j := r.clone()
+		if t, ok := outOfStampRange(r); !ok {
+			errs = append(errs, fmt.Errorf("job %s: time %s is outside the years 1678 to 2262", r.ID, t.Format(time.RFC3339)))
+			continue
+		}
+		j := recordOf(r)
 		j.Spec.GPUType = e.gpuType
 		if j.Phase == api.PhaseSubmitted || j.Phase == "" {
 			j.Phase = api.PhaseWaiting
@@ -611,7 +616,7 @@ func (e *Engine) agingAt() (time.Time, bool) {
 	}
 	waits := false
 	for _, j := range e.arrival {
-		if j.Phase == api.PhaseWaiting && j.Unschedulable == "" {
+		if j.Phase == api.PhaseWaiting && j.unschedulable() == "" {
 			waits = true
 			break
 		}

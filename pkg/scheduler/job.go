@@ -8,8 +8,9 @@ import (
 	"github.com/vodascheduler/voda/pkg/api"
 )
 
-// Job is the engine's record of one job: everything it needs to schedule the
-// job again after a restart (see Engine.Restore).
+// Job is a copy of the engine's record of one job (Engine.Job, Engine.Jobs):
+// everything it needs to schedule the job again after a restart (see
+// Engine.Restore).
 type Job struct {
 	ID    api.JobID
 	Spec  api.JobSpec
@@ -21,6 +22,9 @@ type Job struct {
 	// Queue is the Tiresias queue (0 is the highest).
 	Queue int
 
+	// The engine holds these instants to the nanosecond between the years
+	// 1678 and 2262 (see stamp); a copy gives them in the location of the
+	// engine's clock.
 	Submitted, FirstStarted, LastStarted, Finished time.Time
 	// Grown is when the job last started or grew: a queue's minimum run
 	// time protects its borrowed workers from then on.
@@ -62,38 +66,152 @@ type Job struct {
 	// it waits (see JobQueue).
 	QueueProblem string
 
-	// Accounted is the instant the counters above hold for, in the copies
-	// Engine.Job and Engine.Jobs return; the engine ignores it otherwise.
+	// Accounted is the instant the counters above hold for (see
+	// Engine.Jobs); Restore ignores it.
 	Accounted time.Time
+}
+
+// job is the engine's own record of a job: Job's fields, kept small (an
+// engine holds 100 000 of them at the size of the largest clusters, where
+// each byte of the record is 0.1 MB of heap). Instants are stamps, the
+// counts of changes 32-bit, the rare problems behind a pointer, and the
+// policy's reason is kept unformatted until someone reads it.
+type job struct {
+	ID      api.JobID
+	Spec    api.JobSpec
+	Phase   api.Phase
+	Workers int
+	Nodes   []api.NodeName
+	Queue   int
+
+	Submitted, FirstStarted, LastStarted, Finished, Grown stamp
+
+	WaitingSeconds         float64
+	RunningSeconds         float64
+	GPUSeconds             float64
+	SinceStartGPUSeconds   float64
+	LastRunSeconds         float64
+	WaitingSinceRunSeconds float64
+
+	Rescales, Restarts, Preemptions int32
+
+	Remaining float64
+	Speedup   algorithm.Speedup
+	Measured  func(n int) bool
+
+	Message string
+	// problems holds Unschedulable and QueueProblem; nil while both are
+	// empty, as they nearly always are.
+	problems *problems
 
 	// reason, when set, stands in for Message until someone reads it.
-	reason    algorithm.Reason
-	hasReason bool
+	reason algorithm.Reason
 	// planned is the workers the round being planned gives the job.
 	planned int
 	// undoAt is, counting from 1, the job's entry in Engine.undos: what
 	// the last plan changed of it; 0 for none.
-	undoAt int32
+	undoAt    int32
+	hasReason bool
 }
 
+// problems are why a job is held out of the policy's sight.
+type problems struct{ unschedulable, queue string }
+
+func (j *job) unschedulable() string {
+	if j.problems == nil {
+		return ""
+	}
+	return j.problems.unschedulable
+}
+
+func (j *job) queueProblem() string {
+	if j.problems == nil {
+		return ""
+	}
+	return j.problems.queue
+}
+
+// setProblems sets both problems, dropping the holder when both are empty.
+func (j *job) setProblems(unschedulable, queue string) {
+	if unschedulable == "" && queue == "" {
+		j.problems = nil
+		return
+	}
+	j.problems = &problems{unschedulable: unschedulable, queue: queue}
+}
+
+// stamp is an instant in 8 bytes: nanoseconds since 1970 in UTC with the
+// sign bit flipped, so that the zero stamp is the zero time and stamps
+// order as their instants do. It holds the years 1678 to 2262 to the
+// nanosecond (what an int64 of nanoseconds holds); instants beyond are
+// held at the nearest end (Restore refuses records that have them).
+type stamp uint64
+
+var (
+	earliestStamp = time.Unix(0, math.MinInt64+1)
+	latestStamp   = time.Unix(0, math.MaxInt64)
+)
+
+// stampOf returns t's stamp.
+func stampOf(t time.Time) stamp {
+	switch {
+	case t.IsZero():
+		return 0
+	case t.Before(earliestStamp):
+		t = earliestStamp
+	case t.After(latestStamp):
+		t = latestStamp
+	}
+	return stamp(uint64(t.UnixNano()) ^ 1<<63)
+}
+
+// stampable says whether t is the zero time or within a stamp's range.
+func stampable(t time.Time) bool {
+	return t.IsZero() || !t.Before(earliestStamp) && !t.After(latestStamp)
+}
+
+// outOfStampRange returns the first of r's instants no stamp holds, and
+// false; true when every one fits.
+func outOfStampRange(r Job) (time.Time, bool) {
+	for _, t := range []time.Time{r.Submitted, r.FirstStarted, r.LastStarted, r.Finished, r.Grown} {
+		if !stampable(t) {
+			return t, false
+		}
+	}
+	return time.Time{}, true
+}
+
+func (s stamp) isZero() bool { return s == 0 }
+
+// in returns the instant in loc; the zero time for the zero stamp.
+func (s stamp) in(loc *time.Location) time.Time {
+	if s == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(uint64(s)^1<<63)).In(loc)
+}
+
+// time returns the instant, in UTC, for arithmetic.
+func (s stamp) time() time.Time { return s.in(time.UTC) }
+
 // setReason records the policy's reason, formatted only when read.
-func (j *Job) setReason(r algorithm.Reason) { j.reason, j.hasReason = r, true }
+func (j *job) setReason(r algorithm.Reason) { j.reason, j.hasReason = r, true }
 
 // setMessage records a message in words.
-func (j *Job) setMessage(m string) { j.Message, j.hasReason = m, false }
+func (j *job) setMessage(m string) { j.Message, j.hasReason = m, false }
 
-func (j *Job) active() bool { return j.Phase == api.PhaseWaiting || j.Phase == api.PhaseRunning }
+func (j *job) active() bool { return j.Phase == api.PhaseWaiting || j.Phase == api.PhaseRunning }
 
 // view turns the record into what a policy sees.
-func (j *Job) view() algorithm.Job {
+func (j *job) view() algorithm.Job {
 	rem := j.Remaining
 	if rem < 0 {
 		rem = math.Inf(1)
 	}
 	return algorithm.Job{
 		ID:                 j.ID,
-		Submitted:          j.Submitted,
-		FirstStarted:       j.FirstStarted,
+		Submitted:          j.Submitted.time(),
+		FirstStarted:       j.FirstStarted.time(),
 		Min:                j.Spec.MinWorkers,
 		Max:                j.Spec.MaxWorkers,
 		Requested:          j.Spec.RequestedWorkers,
@@ -113,7 +231,7 @@ func (j *Job) view() algorithm.Job {
 }
 
 // advance charges dt seconds to the job's counters.
-func (j *Job) advance(dt float64) {
+func (j *job) advance(dt float64) {
 	switch j.Phase {
 	case api.PhaseRunning:
 		j.RunningSeconds += dt
@@ -126,25 +244,52 @@ func (j *Job) advance(dt float64) {
 	}
 }
 
-// clone returns a deep copy with its message formatted, without what
-// belongs to the engine's last round.
-func (j *Job) clone() Job {
-	c := *j
-	c.planned, c.undoAt = 0, 0
-	c.Nodes = append([]api.NodeName(nil), j.Nodes...)
-	if c.hasReason {
-		c.Message, c.hasReason = c.reason.String(), false
+// export returns a copy of the record, its message formatted and its
+// instants in loc, without what belongs to the engine's last round.
+func (j *job) export(loc *time.Location) Job {
+	c := Job{
+		ID: j.ID, Spec: j.Spec, Phase: j.Phase, Workers: j.Workers,
+		Nodes: append([]api.NodeName(nil), j.Nodes...), Queue: j.Queue,
+		Submitted: j.Submitted.in(loc), FirstStarted: j.FirstStarted.in(loc), LastStarted: j.LastStarted.in(loc),
+		Finished: j.Finished.in(loc), Grown: j.Grown.in(loc),
+		WaitingSeconds: j.WaitingSeconds, RunningSeconds: j.RunningSeconds, GPUSeconds: j.GPUSeconds,
+		SinceStartGPUSeconds: j.SinceStartGPUSeconds, LastRunSeconds: j.LastRunSeconds,
+		WaitingSinceRunSeconds: j.WaitingSinceRunSeconds,
+		Rescales:               int(j.Rescales), Restarts: int(j.Restarts), Preemptions: int(j.Preemptions),
+		Remaining: j.Remaining, Speedup: j.Speedup, Measured: j.Measured,
+		Message: j.Message, Unschedulable: j.unschedulable(), QueueProblem: j.queueProblem(),
+	}
+	if j.hasReason {
+		c.Message = j.reason.String()
 	}
 	return c
+}
+
+// recordOf returns the engine's record of a copy, its counts of changes
+// held at the largest a record holds (2^31-1).
+func recordOf(r Job) job {
+	j := job{
+		ID: r.ID, Spec: r.Spec, Phase: r.Phase, Workers: r.Workers,
+		Nodes: append([]api.NodeName(nil), r.Nodes...), Queue: r.Queue,
+		Submitted: stampOf(r.Submitted), FirstStarted: stampOf(r.FirstStarted), LastStarted: stampOf(r.LastStarted),
+		Finished: stampOf(r.Finished), Grown: stampOf(r.Grown),
+		WaitingSeconds: r.WaitingSeconds, RunningSeconds: r.RunningSeconds, GPUSeconds: r.GPUSeconds,
+		SinceStartGPUSeconds: r.SinceStartGPUSeconds, LastRunSeconds: r.LastRunSeconds,
+		WaitingSinceRunSeconds: r.WaitingSinceRunSeconds,
+		Rescales:               algorithm.Narrow(r.Rescales), Restarts: algorithm.Narrow(r.Restarts), Preemptions: algorithm.Narrow(r.Preemptions),
+		Remaining: r.Remaining, Speedup: r.Speedup, Measured: r.Measured, Message: r.Message,
+	}
+	j.setProblems(r.Unschedulable, r.QueueProblem)
+	return j
 }
 
 // undo is what an action the engine assumed changes of a job's record: what
 // forget puts back when the action fails. It is kept for every action of
 // the last round, a start for every job after a restart, so it is small.
 type undo struct {
-	job                             *Job
+	job                             *job
 	nodes                           []api.NodeName
-	lastStarted                     time.Time
+	lastStarted                     stamp
 	workers                         int32
 	rescales, restarts, preemptions int32
 	// running says the job ran (actions are for active jobs: it waited
@@ -155,22 +300,22 @@ type undo struct {
 
 // undoOf saves what an action may change of j. Actions replace j.Nodes
 // rather than change its elements, so the slice is shared, not copied.
-func undoOf(j *Job) undo {
+func undoOf(j *job) undo {
 	return undo{job: j, running: j.Phase == api.PhaseRunning, workers: int32(j.Workers), nodes: j.Nodes,
-		neverStarted: j.FirstStarted.IsZero(), lastStarted: j.LastStarted,
-		rescales: int32(j.Rescales), restarts: int32(j.Restarts), preemptions: int32(j.Preemptions)}
+		neverStarted: j.FirstStarted.isZero(), lastStarted: j.LastStarted,
+		rescales: j.Rescales, restarts: j.Restarts, preemptions: j.Preemptions}
 }
 
 // restore puts back what undoOf saved.
-func (u undo) restore(j *Job) {
+func (u undo) restore(j *job) {
 	j.Phase = api.PhaseWaiting
 	if u.running {
 		j.Phase = api.PhaseRunning
 	}
 	j.Workers, j.Nodes = int(u.workers), u.nodes
 	if u.neverStarted {
-		j.FirstStarted = time.Time{}
+		j.FirstStarted = 0
 	}
 	j.LastStarted = u.lastStarted
-	j.Rescales, j.Restarts, j.Preemptions = int(u.rescales), int(u.restarts), int(u.preemptions)
+	j.Rescales, j.Restarts, j.Preemptions = u.rescales, u.restarts, u.preemptions
 }

@@ -19,12 +19,12 @@ func (e *Engine) plan() (api.Plan, error) {
 	// held a fifth more than the jobs.
 	if n := len(e.arrival); cap(e.snap) < n {
 		e.snap = make([]algorithm.Job, 0, n+n/16)
-		e.snapJobs = make([]*Job, 0, n+n/16)
+		e.snapJobs = make([]*job, 0, n+n/16)
 	}
 	snap := algorithm.Snapshot{Now: e.now, GPUs: e.GPUs(), Jobs: e.snap[:0]}
 	e.snapJobs = e.snapJobs[:0]
 	for _, j := range e.arrival {
-		if j.Unschedulable == "" {
+		if j.unschedulable() == "" {
 			snap.Jobs = append(snap.Jobs, j.view())
 			e.snapJobs = append(e.snapJobs, j)
 		}
@@ -96,7 +96,7 @@ func (e *Engine) plan() (api.Plan, error) {
 func (e *Engine) place() error {
 	// Placement reads e.active (sorted by ID) through this, rather than a
 	// copy of 100 000 entries.
-	job := func(i int) placement.Job {
+	jobAt := func(i int) placement.Job {
 		j := e.active[i]
 		if j.planned == 0 {
 			return placement.Job{ID: j.ID}
@@ -113,11 +113,11 @@ func (e *Engine) place() error {
 		if err != nil {
 			return err
 		}
-		e.moved, err = placement.PlaceJobs(nodes, len(e.active), job, e.rate)
+		e.moved, err = placement.PlaceJobs(nodes, len(e.active), jobAt, e.rate)
 		if _, ok := errors.AsType[*placement.NoFitError](err); !ok {
 			return err
 		}
-		var victim *Job
+		var victim *job
 		for _, j := range e.active {
 			if j.Spec.K() > 1 && j.planned > 0 && (victim == nil || byArrival(j, victim) > 0) {
 				victim = j
@@ -155,7 +155,7 @@ func (e *Engine) diff() []api.Action {
 	// plan is one slice of its exact size: at 100 000 jobs, groups grown by
 	// appending and then joined allocated three times what they held.
 	var at [groups]int
-	each := func(do func(j *Job, p *placement.Moved, g int, migrates bool)) {
+	each := func(do func(j *job, p *placement.Moved, g int, migrates bool)) {
 		next := moved
 		for i, j := range e.active {
 			// A job placement does not list stays where it runs: at its
@@ -169,7 +169,7 @@ func (e *Engine) diff() []api.Action {
 			}
 		}
 	}
-	each(func(_ *Job, _ *placement.Moved, g int, migrates bool) {
+	each(func(_ *job, _ *placement.Moved, g int, migrates bool) {
 		if g >= 0 {
 			at[g]++
 		}
@@ -190,7 +190,7 @@ func (e *Engine) diff() []api.Action {
 		at[g]++
 	}
 	policy := e.policy.Name()
-	each(func(j *Job, p *placement.Moved, g int, migrates bool) {
+	each(func(j *job, p *placement.Moved, g int, migrates bool) {
 		id, o, n, nodes := j.ID, j.Workers, j.planned, p.Nodes
 		if g >= 0 {
 			reason := policy + ": " + j.reason.String()
@@ -198,8 +198,8 @@ func (e *Engine) diff() []api.Action {
 				reason = "quota: " + j.reason.String()
 			}
 			switch {
-			case g == groupHalt && j.Unschedulable != "":
-				reason = "unschedulable: " + j.Unschedulable
+			case g == groupHalt && j.unschedulable() != "":
+				reason = "unschedulable: " + j.unschedulable()
 			case g == groupHalt && j.reason.Code != algorithm.Reclaimed:
 				reason = "preempted by " + reason
 			}
@@ -232,7 +232,7 @@ var groupKinds = [groups]api.ActionKind{groupHalt: api.ActionHalt, groupScaleIn:
 
 // actionGroup returns the group of the action that changes j's size (-1
 // for none) and whether j also migrates, p being placement's entry for it.
-func actionGroup(j *Job, p *placement.Moved) (int, bool) {
+func actionGroup(j *job, p *placement.Moved) (int, bool) {
 	o, n := j.Workers, j.planned
 	g := -1
 	switch {
@@ -284,22 +284,23 @@ func (e *Engine) assume(plan api.Plan) {
 		}
 		switch a.Kind {
 		case api.ActionHalt:
-			j.LastRunSeconds = e.now.Sub(j.LastStarted).Seconds()
+			j.LastRunSeconds = e.now.Sub(j.LastStarted.time()).Seconds()
 			j.WaitingSinceRunSeconds = 0
 			j.Phase, j.Workers, j.Nodes = api.PhaseWaiting, 0, nil
 			j.Preemptions++
 			j.setMessage(a.Reason)
 		case api.ActionStart:
-			if j.FirstStarted.IsZero() {
-				j.FirstStarted = e.now
+			now := stampOf(e.now)
+			if j.FirstStarted.isZero() {
+				j.FirstStarted = now
 			} else {
 				j.Restarts++
 			}
-			j.LastStarted, j.Grown, j.SinceStartGPUSeconds = e.now, e.now, 0
+			j.LastStarted, j.Grown, j.SinceStartGPUSeconds = now, now, 0
 			j.Phase, j.Workers, j.Nodes = api.PhaseRunning, a.To, a.Nodes
 		case api.ActionScaleIn, api.ActionScaleOut:
 			if a.Kind == api.ActionScaleOut {
-				j.Grown = e.now
+				j.Grown = stampOf(e.now)
 			}
 			j.Rescales++
 			j.Workers, j.Nodes = a.To, a.Nodes
@@ -317,10 +318,10 @@ func (e *Engine) assume(plan api.Plan) {
 // whose queue cannot be known, waits (a running one keeps its size) and
 // says why; the others share the GPUs as if it were not there.
 func (e *Engine) allocateUnqueued(snap algorithm.Snapshot) error {
-	var held []*Job
+	var held []*job
 	kept, keptJobs := snap.Jobs[:0], e.snapJobs[:0]
 	for i, v := range snap.Jobs {
-		if j := e.snapJobs[i]; j.Spec.ClusterQueue != "" || j.QueueProblem != "" {
+		if j := e.snapJobs[i]; j.Spec.ClusterQueue != "" || j.queueProblem() != "" {
 			held = append(held, j)
 			snap.GPUs -= v.Workers * max(v.GPUsPerWorker, 1)
 			continue
@@ -350,7 +351,7 @@ func (e *Engine) allocateUnqueued(snap algorithm.Snapshot) error {
 	}
 	for _, j := range held {
 		j.planned = j.Workers
-		j.setReason(algorithm.Reason{Code: algorithm.NoQueue, Queue: j.Spec.ClusterQueue, Problem: j.QueueProblem,
+		j.setReason(algorithm.Reason{Code: algorithm.NoQueue, Queue: j.Spec.ClusterQueue, Problem: j.queueProblem(),
 			Workers: algorithm.Narrow(j.Workers), PerWorker: algorithm.Narrow(j.Spec.GPUsPerWorker)})
 	}
 	return nil

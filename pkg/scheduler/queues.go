@@ -27,7 +27,7 @@ func (e *Engine) updateQueues() bool {
 }
 
 // service is a job's attained service under the configured measure.
-func (e *Engine) service(j *Job) float64 {
+func (e *Engine) service(j *job) float64 {
 	switch e.algo.Tiresias.Service {
 	case algorithm.ServiceTotal:
 		return j.GPUSeconds

@@ -40,10 +40,11 @@ func (e *Engine) setJobQueue(ev JobQueue) error {
 	if !ok {
 		return fmt.Errorf("job %s is not known", ev.ID)
 	}
-	if j.Spec.ClusterQueue == ev.ClusterQueue && j.QueueProblem == ev.Problem {
+	if j.Spec.ClusterQueue == ev.ClusterQueue && j.queueProblem() == ev.Problem {
 		return nil
 	}
-	j.Spec.ClusterQueue, j.QueueProblem = ev.ClusterQueue, ev.Problem
+	j.Spec.ClusterQueue = ev.ClusterQueue
+	j.setProblems(j.unschedulable(), ev.Problem)
 	if j.active() {
 		e.dirty = true
 	}
@@ -186,9 +187,9 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 		j := e.jobs[v.ID]
 		k := j.Spec.K()
 		i, ok := e.queueIdx[j.Spec.ClusterQueue]
-		if !ok || j.QueueProblem != "" {
+		if !ok || j.queueProblem() != "" {
 			res.Allocation[v.ID] = j.Workers
-			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.NoQueue, Queue: j.Spec.ClusterQueue, Problem: j.QueueProblem,
+			res.Reasons[v.ID] = algorithm.Reason{Code: algorithm.NoQueue, Queue: j.Spec.ClusterQueue, Problem: j.queueProblem(),
 				Workers: algorithm.Narrow(j.Workers), PerWorker: algorithm.Narrow(v.GPUsPerWorker)}
 			gpus -= j.Workers * k
 			continue
@@ -208,7 +209,7 @@ func (e *Engine) allocateQueues(snap algorithm.Snapshot) (algorithm.Result, erro
 		} else {
 			r.demand.Want += j.Spec.MaxWorkers * k
 		}
-		if held > 0 && q.MinRunTime > 0 && e.now.Sub(j.Grown) < q.MinRunTime {
+		if held > 0 && q.MinRunTime > 0 && e.now.Sub(j.Grown.time()) < q.MinRunTime {
 			r.demand.Protected += held
 		}
 	}
@@ -500,7 +501,7 @@ func (e *Engine) countReclaim(stopped int) {
 func (e *Engine) reclaimRigid(queue string, jobs []algorithm.Job, budget int, res algorithm.Result) int {
 	held := 0
 	alloc := make(map[api.JobID]int, len(jobs))
-	running := make([]*Job, 0, len(jobs))
+	running := make([]*job, 0, len(jobs))
 	for i := range jobs {
 		v := &jobs[i]
 		alloc[v.ID] = v.Workers
@@ -509,13 +510,13 @@ func (e *Engine) reclaimRigid(queue string, jobs []algorithm.Job, budget int, re
 			running = append(running, e.jobs[v.ID])
 		}
 	}
-	slices.SortFunc(running, func(a, b *Job) int {
-		if c := b.LastStarted.Compare(a.LastStarted); c != 0 {
+	slices.SortFunc(running, func(a, b *job) int {
+		if c := cmp.Compare(b.LastStarted, a.LastStarted); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.ID, a.ID)
 	})
-	var stopped []*Job
+	var stopped []*job
 	for _, j := range running {
 		if held <= budget {
 			break
@@ -572,7 +573,7 @@ func (e *Engine) protectionEndsAt() (time.Time, bool) {
 		if !ok || e.queues[i].MinRunTime <= 0 {
 			continue
 		}
-		if t := j.Grown.Add(e.queues[i].MinRunTime); t.After(e.planned) && (!found || t.Before(best)) {
+		if t := j.Grown.time().Add(e.queues[i].MinRunTime); t.After(e.planned) && (!found || t.Before(best)) {
 			best, found = t, true
 		}
 	}

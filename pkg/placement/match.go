@@ -63,12 +63,14 @@ func (p *matchProblem) solve() ([]int, error) {
 // splitting components of more than blockRows rows into blocks matched one
 // after the other (then exact is false). Rows without a match get -1.
 func (p *matchProblem) byComponent(a *assigner) (target, scores []int, exact bool, err error) {
-	// Rows are joined through the columns they share: few columns have
-	// edges, so rows are the sets, and a column names the first row that
-	// scored on it (lists over every node cost a tenth of a round's
-	// allocation at 32 768 nodes).
+	// Rows are joined through the columns they share: rows are the sets,
+	// and a column names the first row that scored on it, plus one (0:
+	// none yet), in a list lent by the scratch space.
 	nRows, nCols := len(p.load), len(p.res)
-	parent := make([]int, nRows)
+	parent, firstRow, compOf := p.sc.ints(nRows), p.sc.ints(nCols), p.sc.ints(nRows)
+	defer p.sc.give(compOf)
+	defer p.sc.give(firstRow)
+	defer p.sc.give(parent)
 	for i := range parent {
 		parent[i] = i
 	}
@@ -79,17 +81,15 @@ func (p *matchProblem) byComponent(a *assigner) (target, scores []int, exact boo
 		}
 		return x
 	}
-	firstRow := make(map[int]int)
 	for r, es := range p.edges {
 		for _, e := range es {
-			if o, ok := firstRow[e.node]; ok {
+			if o := firstRow[e.node] - 1; o >= 0 {
 				parent[find(r)] = find(o)
 			} else {
-				firstRow[e.node] = r
+				firstRow[e.node] = r + 1
 			}
 		}
 	}
-	compOf := make([]int, nRows)
 	for i := range compOf {
 		compOf[i] = -1
 	}

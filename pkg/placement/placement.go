@@ -155,9 +155,47 @@ type Moved struct {
 // n-1, gives the jobs sorted by ID, each once. It returns, by slot
 // ascending, the jobs allocated workers that do not stay exactly on their
 // Current nodes; every other job allocated workers stays there. It decides
-// exactly as Place does.
+// exactly as Place does. A caller that places often keeps a Workspace and
+// calls its PlaceJobs instead.
 func PlaceJobs(nodes *Nodes, n int, job func(i int) Job, rate func(job api.JobID, gpusPerNode []int) float64) ([]Moved, error) {
-	s, err := newState(nodes, n, job)
+	return new(Workspace).PlaceJobs(nodes, n, job, rate)
+}
+
+// Workspace keeps a placement's working storage for the next one: its
+// record of every job placed, their node counts, its forks' lists and its
+// per-node scratch lists. At 100 000 jobs a placement builds a record for
+// nearly every job (about 10 MB), which a caller placing every round (the
+// engine) would otherwise allocate anew each time. Nothing a placement
+// returns refers to it. The zero value is ready; it is not safe for
+// concurrent use.
+type Workspace struct {
+	slab []job  // the jobs' records, one slab
+	list []*job // the first state's list of them
+	free []int  // the first state's free GPUs per node
+	// chunks hold the jobs' node counts; the first nextChunk are lent.
+	chunks    [][]nodeCount
+	nextChunk int
+	sc        scratch
+	// stores are the forks' storage; the first used are lent this
+	// placement.
+	stores []*forkStore
+	used   int
+	// count is the number of jobs the last placement was given.
+	count int
+}
+
+// forkStore is a fork's own storage: its list of jobs, its free GPUs per
+// node and its copies of the jobs it may change.
+type forkStore struct {
+	jobs   []*job
+	free   []int
+	copies []job
+}
+
+// PlaceJobs is the package's PlaceJobs, in w's storage.
+func (w *Workspace) PlaceJobs(nodes *Nodes, n int, job func(i int) Job, rate func(job api.JobID, gpusPerNode []int) float64) ([]Moved, error) {
+	defer w.release()
+	s, err := newState(w, nodes, n, job)
 	if err != nil {
 		return nil, fmt.Errorf("place: %w", err)
 	}
@@ -190,6 +228,58 @@ func PlaceJobs(nodes *Nodes, n int, job func(i int) Job, rate func(job api.JobID
 	return s.output(), nil
 }
 
+// release takes back everything a placement used: the records and copies
+// are cleared, so that they hold on to no job ID or layout until reused.
+// Storage far larger than the last placement needed is let go, and so are
+// copies of more than an eighth of the jobs.
+func (w *Workspace) release() {
+	clear(w.slab)
+	clear(w.list)
+	for _, f := range w.stores[:w.used] {
+		clear(f.jobs)
+		clear(f.copies)
+		// A placement that changes most jobs (the first, one after a
+		// restart or a change of policy) is rare: its copies are not kept.
+		if cap(f.copies) > w.count/8+1024 {
+			f.copies = nil
+		}
+	}
+	w.used, w.nextChunk = 0, 0
+	if cap(w.slab) > 4*w.count+1024 {
+		w.slab, w.list = nil, nil
+	}
+	w.slab, w.list = w.slab[:0], w.list[:0]
+}
+
+// store lends a fork storage, or the spare's when there is one (a fork no
+// longer needed, which must not be used again).
+func (w *Workspace) store(spare *state) *forkStore {
+	if spare != nil && spare.store != nil {
+		return spare.store
+	}
+	if w.used == len(w.stores) {
+		w.stores = append(w.stores, &forkStore{})
+	}
+	w.used++
+	return w.stores[w.used-1]
+}
+
+// chunk lends storage for at least n node counts: the chunks kept are
+// lent in turn, and a new one is kept when none is left.
+func (w *Workspace) chunk(n int) []nodeCount {
+	for w.nextChunk < len(w.chunks) {
+		c := w.chunks[w.nextChunk]
+		w.nextChunk++
+		if cap(c) >= n {
+			return c[:0]
+		}
+	}
+	c := make([]nodeCount, 0, max(n, 8*1024))
+	w.chunks = append(w.chunks, c)
+	w.nextChunk = len(w.chunks)
+	return c
+}
+
 // state is one placement in progress. Nodes are referred to by their index
 // in name order, which is what makes the result independent of the order of
 // Input.Nodes.
@@ -208,8 +298,10 @@ type state struct {
 	index map[api.NodeName]int
 	// sc lends per-node scratch space to every step, forks included.
 	sc *scratch
-	// copies holds a fork's own copies of the jobs that are not kept.
-	copies []job
+	// ws is the storage the placement works in; store a fork's own (nil
+	// for the first state).
+	ws    *Workspace
+	store *forkStore
 }
 
 // scratch lends the steps of one placement lists of an int per node: at
@@ -225,11 +317,16 @@ func (sc *scratch) ints(n int) []int {
 	if sc == nil {
 		return make([]int, n)
 	}
-	if k := len(sc.spare); k > 0 && cap(sc.spare[k-1]) >= n {
-		b := sc.spare[k-1][:n]
-		sc.spare = sc.spare[:k-1]
-		clear(b)
-		return b
+	// The last given back first; lists of rows and of nodes mix.
+	for k := len(sc.spare) - 1; k >= 0; k-- {
+		if cap(sc.spare[k]) >= n {
+			b := sc.spare[k][:n]
+			last := len(sc.spare) - 1
+			sc.spare[k], sc.spare[last] = sc.spare[last], nil
+			sc.spare = sc.spare[:last]
+			clear(b)
+			return b
+		}
 	}
 	return make([]int, n)
 }
@@ -325,21 +422,30 @@ func (ns *Nodes) Len() int { return len(ns.names) }
 // Node returns the i-th node in name order.
 func (ns *Nodes) Node(i int) api.Node { return api.Node{Name: ns.names[i], GPUs: ns.caps[i]} }
 
-func newState(nodes *Nodes, count int, get func(i int) Job) (*state, error) {
+func newState(w *Workspace, nodes *Nodes, count int, get func(i int) Job) (*state, error) {
 	// The node lists are shared with nodes, read-only.
-	s := &state{names: nodes.names, caps: nodes.caps, desc: nodes.desc, get: get, index: nodes.index, sc: &scratch{}}
+	s := &state{names: nodes.names, caps: nodes.caps, desc: nodes.desc, get: get, index: nodes.index, sc: &w.sc, ws: w}
 	capacity := nodes.capacity
-	s.free = slices.Clone(s.caps)
+	w.free = append(w.free[:0], s.caps...)
+	s.free = w.free
 	// One pass over the jobs (reading each costs a cache miss at 100 000
-	// jobs), into slabs for the jobs and their survivors' counts: one
-	// allocation per job cost more than the placing.
-	const slab = 1024
+	// jobs), into one slab for the jobs and chunks for their survivors'
+	// counts: one allocation per job cost more than the placing. The slab
+	// is never outgrown, so the pointers into it hold.
+	w.count = count
+	if cap(w.slab) < count {
+		w.slab = make([]job, 0, count+count/16)
+	}
+	if cap(w.list) < count {
+		w.list = make([]*job, 0, cap(w.slab))
+	}
+	jobs := w.slab[:0]
 	total := 0
 	var prev api.JobID
-	var jobs []job
 	var at, live []int
 	var counts []nodeCount
-	s.jobs = make([]*job, 0, count)
+	s.jobs = w.list[:0]
+	defer func() { w.slab, w.list = jobs, s.jobs }()
 	for i := range count {
 		in := get(i)
 		if i > 0 && prev >= in.ID {
@@ -360,9 +466,6 @@ func newState(nodes *Nodes, count int, get func(i int) Job) (*state, error) {
 			return nil, fmt.Errorf("%w: more than %d GPUs in all", ErrOverCapacity, MaxWorkers)
 		}
 		total += in.Workers * k
-		if len(jobs) == cap(jobs) {
-			jobs = make([]job, 0, slab)
-		}
 		at = s.oldNodes(in.Current, at)
 		jobs = append(jobs, job{id: in.ID, want: in.Workers, k: k, slot: int32(i),
 			had: int32(min(len(at), math.MaxInt32)), intact: !slices.Contains(at, -1)})
@@ -374,7 +477,7 @@ func newState(nodes *Nodes, count int, get func(i int) Job) (*state, error) {
 			}
 		}
 		if cap(counts)-len(counts) < len(live) {
-			counts = make([]nodeCount, 0, max(len(live), 8*slab))
+			counts = w.chunk(len(live))
 		}
 		start := len(counts)
 		counts = countNodes(live, counts)
@@ -490,14 +593,11 @@ func (s *state) fork() *state { return s.forkInto(nil) }
 // needed (nil for none), which must not be used again.
 func (s *state) forkInto(spare *state) *state {
 	t := *s
-	var jobs []*job
-	var free []int
-	var copies []job
-	if spare != nil {
-		jobs, free, copies = spare.jobs[:0], spare.free[:0], spare.copies[:0]
-	}
-	t.free = append(free, s.free...)
-	t.jobs = append(jobs, s.jobs...)
+	f := s.ws.store(spare)
+	t.store = f
+	f.free = append(f.free[:0], s.free...)
+	f.jobs = append(f.jobs[:0], s.jobs...)
+	t.free, t.jobs = f.free, f.jobs
 	// The copies in one slab: thousands of jobs change in some rounds.
 	n := 0
 	for _, j := range t.jobs {
@@ -505,16 +605,18 @@ func (s *state) forkInto(spare *state) *state {
 			n++
 		}
 	}
-	if cap(copies) < n {
-		copies = make([]job, 0, n)
+	clear(f.copies)
+	if cap(f.copies) < n {
+		f.copies = make([]job, 0, n)
 	}
+	copies := f.copies[:0]
 	for i, j := range t.jobs {
 		if !j.kept {
 			copies = append(copies, *j)
 			t.jobs[i] = &copies[len(copies)-1]
 		}
 	}
-	t.copies = copies
+	f.copies = copies
 	return &t
 }
 

@@ -171,3 +171,44 @@ func TestPlaceOnLargeClusterKeepsItsPromises(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWorkspaceDecidesAsAFreshPlacement places random inputs of every size,
+// with workers of one to four GPUs, through one Workspace kept from call
+// to call (growing, shrinking, forks of earlier calls lent again) and
+// checks each result against a placement in storage of its own.
+func TestWorkspaceDecidesAsAFreshPlacement(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	var w placement.Workspace
+	for i := range 3000 {
+		sz := []struct{ nodes, gpus, jobs int }{{4, 4, 4}, {12, 8, 10}, {64, 8, 60}, {40, 64, 20}, {200, 8, 300}}[r.IntN(5)]
+		if sz.nodes == 200 && r.IntN(10) > 0 {
+			continue
+		}
+		in := randomInput(r, sz.nodes, sz.gpus, sz.jobs)
+		var jobs []placement.Job
+		for _, id := range slices.Sorted(maps.Keys(in.Allocation)) {
+			k := 1
+			if r.IntN(3) == 0 {
+				k = 1 + r.IntN(4)
+			}
+			jobs = append(jobs, placement.Job{ID: id, Workers: in.Allocation[id], GPUsPerWorker: k, Current: in.Current[id]})
+		}
+		nodes, err := placement.NewNodes(in.Nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rate func(api.JobID, []int) float64
+		if r.IntN(4) == 0 {
+			rate = func(_ api.JobID, perNode []int) float64 { return 1 / float64(len(perNode)) }
+		}
+		get := func(i int) placement.Job { return jobs[i] }
+		want, werr := placement.PlaceJobs(nodes, len(jobs), get, rate)
+		got, gerr := w.PlaceJobs(nodes, len(jobs), get, rate)
+		if fmt.Sprint(werr) != fmt.Sprint(gerr) {
+			t.Fatalf("instance %d: error %v with a workspace kept, %v without", i, gerr, werr)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("instance %d: a kept workspace places otherwise (-fresh,+kept):\n%s", i, diff)
+		}
+	}
+}

@@ -93,7 +93,9 @@ type Engine struct {
 	// round; moved the jobs the round's placement moves.
 	decision algorithm.Decision
 	moved    []placement.Moved
-	nodes    map[api.NodeName]int
+	// placeWS is placement's working storage, kept from round to round.
+	placeWS placement.Workspace
+	nodes   map[api.NodeName]int
 	// placeNodes caches the nodes made ready for placement; nil when the
 	// nodes changed.
 	placeNodes *placement.Nodes

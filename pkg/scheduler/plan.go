@@ -113,7 +113,7 @@ func (e *Engine) place() error {
 		if err != nil {
 			return err
 		}
-		e.moved, err = placement.PlaceJobs(nodes, len(e.active), jobAt, e.rate)
+		e.moved, err = e.placeWS.PlaceJobs(nodes, len(e.active), jobAt, e.rate)
 		if _, ok := errors.AsType[*placement.NoFitError](err); !ok {
 			return err
 		}

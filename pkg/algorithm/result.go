@@ -202,8 +202,12 @@ type Decision struct {
 	// the reasons reported stand.
 	Report func(i int, r Reason)
 
-	// order holds the policies' sorting buffers from round to round.
-	order orderBuf
+	// order holds the policies' sorting buffers from round to round;
+	// gains and compacted Elastic-Tiresias's heap of marginal gains and
+	// the jobs it shrank.
+	order     orderBuf
+	gains     gainHeap
+	compacted []bool
 }
 
 // reset sizes the decision for n jobs, every entry zero, reusing its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -221,7 +222,8 @@ func (t ElasticTiresias) decide(s *Snapshot, d *Decision) error {
 	}
 
 	// Compaction: too many waiting jobs shrink low-priority jobs to min.
-	compacted := make([]bool, len(s.Jobs))
+	d.compacted = zeroed(d.compacted, len(s.Jobs))
+	compacted := d.compacted
 	if waiting > t.Config.CompactionThreshold {
 		for _, i := range idx {
 			j := &s.Jobs[i]
@@ -233,7 +235,10 @@ func (t ElasticTiresias) decide(s *Snapshot, d *Decision) error {
 	}
 
 	// Greedy expansion by marginal speedup per GPU.
-	h := &gainHeap{queues: queues, rank: make([]int, len(s.Jobs)), items: make([]gainItem, 0, len(idx))}
+	h := &d.gains
+	h.queues, h.rank = queues, zeroed(h.rank, len(s.Jobs))
+	h.items = slices.Grow(h.items[:0], len(idx))
+	defer func() { h.queues = nil }()
 	for rank, i := range idx {
 		h.rank[i] = rank
 		if alloc[i] < s.Jobs[i].Max {

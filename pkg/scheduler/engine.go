@@ -263,7 +263,7 @@ func (e *Engine) record(j *job, now time.Time) Job {
 		c.advance(now.Sub(e.now).Seconds())
 		at = now
 	}
-	out := c.export(e.now.Location())
+	out := c.export(e.now.Location(), e.gpuType)
 	out.Accounted = at
 	return out
 }
@@ -338,12 +338,11 @@ func (e *Engine) submit(ev JobSubmitted) error {
 		rem = -1
 	}
 	j := &job{
-		ID: ev.ID, Spec: ev.Spec, Phase: api.PhaseWaiting,
+		ID: ev.ID, Spec: specOf(ev.Spec), Phase: api.PhaseWaiting,
 		Queue:     min(ev.Spec.Priority, e.algo.Tiresias.Queues()-1),
 		Submitted: stampOf(e.now), Remaining: rem, Speedup: ev.Speedup, Measured: ev.Measured,
-		Message: "waiting: not scheduled yet",
+		message: &notScheduledYet,
 	}
-	j.Spec.GPUType = e.gpuType
 	e.jobs[ev.ID] = j
 	e.activate(ev.ID)
 	e.dirty = true
@@ -550,7 +549,6 @@ func (e *Engine) Restore(jobs []Job) error {
 			continue
 		}
 		j := recordOf(r)
-		j.Spec.GPUType = e.gpuType
 		if j.Phase == api.PhaseSubmitted || j.Phase == "" {
 			j.Phase = api.PhaseWaiting
 		}

@@ -73,12 +73,14 @@ type Job struct {
 
 // job is the engine's own record of a job: Job's fields, kept small (an
 // engine holds 100 000 of them at the size of the largest clusters, where
-// each byte of the record is 0.1 MB of heap). Instants are stamps, the
-// counts of changes 32-bit, the rare problems behind a pointer, and the
-// policy's reason is kept unformatted until someone reads it.
+// each byte of the record is 0.1 MB of heap): 384 bytes, where Job takes
+// 560. Instants are stamps, the counts of changes 32-bit, the spec without
+// the GPU type (the engine's), the rare problems behind a pointer, and the
+// message a pointer, nil while the policy's reason, kept unformatted until
+// someone reads it, stands in for it.
 type job struct {
 	ID      api.JobID
-	Spec    api.JobSpec
+	Spec    jobSpec
 	Phase   api.Phase
 	Workers int
 	Nodes   []api.NodeName
@@ -94,25 +96,56 @@ type job struct {
 	WaitingSinceRunSeconds float64
 
 	Rescales, Restarts, Preemptions int32
+	// undoAt is, counting from 1, the job's entry in Engine.undos: what
+	// the last plan changed of it; 0 for none.
+	undoAt int32
 
 	Remaining float64
 	Speedup   algorithm.Speedup
 	Measured  func(n int) bool
 
-	Message string
+	// message is the job's message in words; nil while reason stands in
+	// for it, kept unformatted until someone reads it.
+	message *string
 	// problems holds Unschedulable and QueueProblem; nil while both are
 	// empty, as they nearly always are.
 	problems *problems
 
-	// reason, when set, stands in for Message until someone reads it.
 	reason algorithm.Reason
 	// planned is the workers the round being planned gives the job.
 	planned int
-	// undoAt is, counting from 1, the job's entry in Engine.undos: what
-	// the last plan changed of it; 0 for none.
-	undoAt    int32
-	hasReason bool
 }
+
+// notScheduledYet is every new job's message, shared.
+var notScheduledYet = "waiting: not scheduled yet"
+
+// jobSpec is api.JobSpec without the GPU type, which is the engine's.
+type jobSpec struct {
+	MinWorkers, MaxWorkers, RequestedWorkers, Priority, Epochs int
+	Category                                                   string
+	GPUsPerWorker                                              int
+	ClusterQueue                                               string
+	RestartSeconds                                             float64
+}
+
+func specOf(s api.JobSpec) jobSpec {
+	return jobSpec{MinWorkers: s.MinWorkers, MaxWorkers: s.MaxWorkers, RequestedWorkers: s.RequestedWorkers,
+		Priority: s.Priority, Epochs: s.Epochs, Category: s.Category, GPUsPerWorker: s.GPUsPerWorker,
+		ClusterQueue: s.ClusterQueue, RestartSeconds: s.RestartSeconds}
+}
+
+// withType is the spec for GPUs of type t.
+func (s jobSpec) withType(t api.GPUType) api.JobSpec {
+	return api.JobSpec{GPUType: t, MinWorkers: s.MinWorkers, MaxWorkers: s.MaxWorkers, RequestedWorkers: s.RequestedWorkers,
+		Priority: s.Priority, Epochs: s.Epochs, Category: s.Category, GPUsPerWorker: s.GPUsPerWorker,
+		ClusterQueue: s.ClusterQueue, RestartSeconds: s.RestartSeconds}
+}
+
+// K is api.JobSpec.K.
+func (s jobSpec) K() int { return s.withType("").K() }
+
+// Requested is api.JobSpec.Requested.
+func (s jobSpec) Requested() int { return s.withType("").Requested() }
 
 // problems are why a job is held out of the policy's sight.
 type problems struct{ unschedulable, queue string }
@@ -195,10 +228,10 @@ func (s stamp) in(loc *time.Location) time.Time {
 func (s stamp) time() time.Time { return s.in(time.UTC) }
 
 // setReason records the policy's reason, formatted only when read.
-func (j *job) setReason(r algorithm.Reason) { j.reason, j.hasReason = r, true }
+func (j *job) setReason(r algorithm.Reason) { j.reason, j.message = r, nil }
 
 // setMessage records a message in words.
-func (j *job) setMessage(m string) { j.Message, j.hasReason = m, false }
+func (j *job) setMessage(m string) { j.message = &m }
 
 func (j *job) active() bool { return j.Phase == api.PhaseWaiting || j.Phase == api.PhaseRunning }
 
@@ -246,9 +279,9 @@ func (j *job) advance(dt float64) {
 
 // export returns a copy of the record, its message formatted and its
 // instants in loc, without what belongs to the engine's last round.
-func (j *job) export(loc *time.Location) Job {
+func (j *job) export(loc *time.Location, gpuType api.GPUType) Job {
 	c := Job{
-		ID: j.ID, Spec: j.Spec, Phase: j.Phase, Workers: j.Workers,
+		ID: j.ID, Spec: j.Spec.withType(gpuType), Phase: j.Phase, Workers: j.Workers,
 		Nodes: append([]api.NodeName(nil), j.Nodes...), Queue: j.Queue,
 		Submitted: j.Submitted.in(loc), FirstStarted: j.FirstStarted.in(loc), LastStarted: j.LastStarted.in(loc),
 		Finished: j.Finished.in(loc), Grown: j.Grown.in(loc),
@@ -257,9 +290,11 @@ func (j *job) export(loc *time.Location) Job {
 		WaitingSinceRunSeconds: j.WaitingSinceRunSeconds,
 		Rescales:               int(j.Rescales), Restarts: int(j.Restarts), Preemptions: int(j.Preemptions),
 		Remaining: j.Remaining, Speedup: j.Speedup, Measured: j.Measured,
-		Message: j.Message, Unschedulable: j.unschedulable(), QueueProblem: j.queueProblem(),
+		Unschedulable: j.unschedulable(), QueueProblem: j.queueProblem(),
 	}
-	if j.hasReason {
+	if j.message != nil {
+		c.Message = *j.message
+	} else {
 		c.Message = j.reason.String()
 	}
 	return c
@@ -269,7 +304,7 @@ func (j *job) export(loc *time.Location) Job {
 // held at the largest a record holds (2^31-1).
 func recordOf(r Job) job {
 	j := job{
-		ID: r.ID, Spec: r.Spec, Phase: r.Phase, Workers: r.Workers,
+		ID: r.ID, Spec: specOf(r.Spec), Phase: r.Phase, Workers: r.Workers,
 		Nodes: append([]api.NodeName(nil), r.Nodes...), Queue: r.Queue,
 		Submitted: stampOf(r.Submitted), FirstStarted: stampOf(r.FirstStarted), LastStarted: stampOf(r.LastStarted),
 		Finished: stampOf(r.Finished), Grown: stampOf(r.Grown),
@@ -277,8 +312,9 @@ func recordOf(r Job) job {
 		SinceStartGPUSeconds: r.SinceStartGPUSeconds, LastRunSeconds: r.LastRunSeconds,
 		WaitingSinceRunSeconds: r.WaitingSinceRunSeconds,
 		Rescales:               algorithm.Narrow(r.Rescales), Restarts: algorithm.Narrow(r.Restarts), Preemptions: algorithm.Narrow(r.Preemptions),
-		Remaining: r.Remaining, Speedup: r.Speedup, Measured: r.Measured, Message: r.Message,
+		Remaining: r.Remaining, Speedup: r.Speedup, Measured: r.Measured,
 	}
+	j.setMessage(r.Message)
 	j.setProblems(r.Unschedulable, r.QueueProblem)
 	return j
 }

@@ -49,7 +49,7 @@ func (FfDLOptimizer) decide(s *Snapshot, d *Decision) error {
 		}
 		d.set(i, 0, noRoom(j, j.Min, &c))
 	}
-	extra := maxTotalSpeedup(s.Jobs, admitted, c.free, true)
+	extra := maxTotalSpeedup(s.Jobs, admitted, c.free, true, &d.ffdl)
 	if c.byFree != nil {
 		fitNodes(s.Jobs, admitted, extra, &c)
 	}
@@ -124,7 +124,7 @@ type stepRun struct {
 // bestSteps merges the runs into the n best steps, by decreasing gain and
 // then job order. A heap of runs makes that O(n log runs), not a sort of
 // every step.
-func bestSteps(jobs []Job, admitted []int, runs []stepRun, n int) []gainStep {
+func bestSteps(jobs []Job, admitted []int, runs []stepRun, n int, buf []gainStep) []gainStep {
 	// ahead reports whether run a's next step comes before run b's.
 	ahead := func(a, b *stepRun) bool {
 		return a.gain > b.gain || a.gain == b.gain && a.pos < b.pos
@@ -152,7 +152,7 @@ func bestSteps(jobs []Job, admitted []int, runs []stepRun, n int) []gainStep {
 	for _, r := range runs {
 		most += int(r.end - r.x)
 	}
-	steps := make([]gainStep, 0, min(n, most))
+	steps := slices.Grow(buf[:0], min(n, most))
 	for len(steps) < n && len(runs) > 0 {
 		top := &runs[0]
 		steps = append(steps, gainStep{gain: top.gain, pos: int(top.pos)})
@@ -167,6 +167,15 @@ func bestSteps(jobs []Job, admitted []int, runs []stepRun, n int) []gainStep {
 		down(0)
 	}
 	return steps
+}
+
+// ffdlBuf holds FfDL Optimizer's lists of a job each from round to round
+// (the Decision keeps it): the extra workers it returns, the concave
+// jobs' runs and their best steps.
+type ffdlBuf struct {
+	extra []int
+	runs  []stepRun
+	steps []gainStep
 }
 
 // ffdlParts is the admitted jobs split for maxTotalSpeedup: the concave
@@ -186,9 +195,13 @@ func (p *ffdlParts) concaveBest(x int) float64 { return p.prefix[min(x, len(p.st
 // splitCurves reads each admitted job's curve once, up to its useful cap,
 // and files the job as concave (its positive marginal gains become steps)
 // or not (its gains go to the dynamic program).
-func splitCurves(jobs []Job, admitted []int, budget int) ffdlParts {
+func splitCurves(jobs []Job, admitted []int, budget int, buf *ffdlBuf) ffdlParts {
 	var p ffdlParts
-	runs := make([]stepRun, 0, len(admitted)) // concave jobs' positive marginal gains
+	if buf == nil {
+		buf = new(ffdlBuf)
+	}
+	runs := slices.Grow(buf.runs[:0], len(admitted)) // concave jobs' positive marginal gains
+	defer func() { buf.runs = runs[:0] }()
 	var vals []float64
 	for k, i := range admitted {
 		j := &jobs[i]
@@ -227,7 +240,8 @@ func splitCurves(jobs []Job, admitted []int, budget int) ffdlParts {
 		}
 	}
 	// No step past the budget plus the bound's farthest rank is ever read.
-	p.steps = bestSteps(jobs, admitted, runs, budget+rankOffsets[len(rankOffsets)-1])
+	p.steps = bestSteps(jobs, admitted, runs, budget+rankOffsets[len(rankOffsets)-1], buf.steps)
+	buf.steps = p.steps[:0]
 	p.prefix = make([]float64, len(p.steps)+1)
 	for i, st := range p.steps {
 		p.prefix[i+1] = p.prefix[i] + st.gain
@@ -259,12 +273,16 @@ func solveNonConcave[T uint8 | int32](p *ffdlParts, bound *dpBound, budget int, 
 // getting up to its useful cap, maximising the sum of speedups. It returns
 // the extra workers per admitted job (GPUs when workers hold one). Without prune the non-concave jobs' table
 // is filled densely: the reference the pruned one must agree with.
-func maxTotalSpeedup(jobs []Job, admitted []int, budget int, prune bool) []int {
-	extra := make([]int, len(admitted))
+func maxTotalSpeedup(jobs []Job, admitted []int, budget int, prune bool, buf *ffdlBuf) []int {
+	if buf == nil {
+		buf = new(ffdlBuf)
+	}
+	buf.extra = zeroed(buf.extra, len(admitted))
+	extra := buf.extra
 	if budget == 0 || len(admitted) == 0 {
 		return extra
 	}
-	p := splitCurves(jobs, admitted, budget)
+	p := splitCurves(jobs, admitted, budget, buf)
 	bound := &dpBound{lower: math.Inf(-1)}
 	if prune && len(p.dp) > 0 {
 		bound = newDPBound(&p, budget)

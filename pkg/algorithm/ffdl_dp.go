@@ -157,9 +157,14 @@ type hullSegment struct {
 func newDPBound(p *ffdlParts, budget int) *dpBound {
 	gains, steps := p.gains, p.steps
 	hulls := make([][]hullVertex, len(gains))
-	var segs []hullSegment
+	edges := 0
 	for d, g := range gains {
 		hulls[d] = upperHull(g)
+		edges += max(len(hulls[d])-1, 0)
+	}
+	// Counted first: tens of thousands of jobs can be split.
+	segs := make([]hullSegment, 0, edges)
+	for d := range gains {
 		for i := 1; i < len(hulls[d]); i++ {
 			a, b := hulls[d][i-1], hulls[d][i]
 			if s := (b.y - a.y) / float64(b.x-a.x); s > 0 {

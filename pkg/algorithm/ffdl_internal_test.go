@@ -77,8 +77,8 @@ func TestFfDLPrunedTableMatchesDenseTable(t *testing.T) {
 		for i := range admitted {
 			admitted[i] = i
 		}
-		want := maxTotalSpeedup(jobs, admitted, sz.budget, false)
-		got := maxTotalSpeedup(jobs, admitted, sz.budget, true)
+		want := maxTotalSpeedup(jobs, admitted, sz.budget, false, nil)
+		got := maxTotalSpeedup(jobs, admitted, sz.budget, true, nil)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("iteration %d, %d jobs, budget %d (-dense,+pruned):\n%s", iter, sz.jobs, sz.budget, diff)
 		}
@@ -122,7 +122,7 @@ func TestFfDLBoundPrunesTheTable(t *testing.T) {
 		admitted[i] = i
 	}
 	const budget = 20000
-	p := splitCurves(jobs, admitted, budget)
+	p := splitCurves(jobs, admitted, budget, nil)
 	if len(p.steps) <= budget {
 		t.Fatalf("%d concave steps: the budget is not contended", len(p.steps))
 	}

@@ -208,6 +208,8 @@ type Decision struct {
 	order     orderBuf
 	gains     gainHeap
 	compacted []bool
+	// ffdl holds FfDL Optimizer's per-job lists.
+	ffdl ffdlBuf
 }
 
 // reset sizes the decision for n jobs, every entry zero, reusing its

@@ -82,7 +82,11 @@
 // not stay exactly where they run, on nodes checked and indexed once
 // (NewNodes) for as long as they stay the same. At 100 000 jobs, the maps
 // keyed by job ID that Place takes and returns cost more than the placing,
-// and indexing 32 768 nodes a tenth of what a round allocates.
+// and indexing 32 768 nodes a tenth of what a round allocates. A caller
+// that places every round keeps a Workspace and calls its PlaceJobs: the
+// record of every job placed, the forks' lists and the scratch lists are
+// then reused rather than allocated again (about 10 MB a round at 100 000
+// jobs).
 //
 // # Trade-offs
 //
